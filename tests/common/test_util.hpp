@@ -1,0 +1,142 @@
+// Shared helpers for the linalg test suites: random operands, the dense Eigen view of strips,
+// NaN poisoning, and the group-size sweep.
+#pragma once
+
+#include <Eigen/Dense>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "knot/linalg/bdmv.hpp"
+#include "knot/linalg/threaded_group.hpp"
+
+namespace knot::test {
+
+using Mat = Eigen::MatrixXd;
+using Vec = Eigen::VectorXd;
+
+// Group sizes every cooperative primitive is swept over (issue: {1, 2, 3, 7, 32, 33}).
+inline const std::vector<int> kGroupSizes = {1, 2, 3, 7, 32, 33};
+
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+inline std::vector<double> poisoned(std::size_t n) { return std::vector<double>(n, kNaN); }
+
+// Bitwise equality of two double arrays (NaN payloads included).
+inline bool bitwise_equal(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    std::uint64_t x, y;
+    std::memcpy(&x, &a[i], 8);
+    std::memcpy(&y, &b[i], 8);
+    if (x != y) return false;
+  }
+  return true;
+}
+
+// Relative error max|a - b| / max(1, max|b|): scale-aware, and NaN anywhere makes it NaN (which
+// fails every `< tol` check).
+inline double rel_err(const Mat& a, const Mat& b) {
+  if (!a.allFinite()) return kNaN;
+  const double scale = std::max(1.0, b.cwiseAbs().maxCoeff());
+  return (a - b).cwiseAbs().maxCoeff() / scale;
+}
+
+class Rng {
+ public:
+  explicit Rng(unsigned seed) : gen_(seed) {}
+  double uniform(double lo = -1, double hi = 1) { return std::uniform_real_distribution<double>(lo, hi)(gen_); }
+  Mat matrix(int r, int c) {
+    Mat m(r, c);
+    for (int j = 0; j < c; ++j)
+      for (int i = 0; i < r; ++i) m(i, j) = uniform();
+    return m;
+  }
+  Vec vector(int n) { return matrix(n, 1); }
+  // Random SPD: B B' + shift I.
+  Mat spd(int n, double shift = 1.0) {
+    Mat b = matrix(n, n);
+    return b * b.transpose() + shift * Mat::Identity(n, n);
+  }
+
+ private:
+  std::mt19937_64 gen_;
+};
+
+// A block-tridiagonal matrix in GLASS strips, with its dense twin.
+struct BlockTri {
+  int nb = 0, bs = 0;
+  std::vector<double> strips;  // nb * 3 * bs * bs
+  Mat dense() const {
+    const int n = nb * bs;
+    Mat a = Mat::Zero(n, n);
+    for (int br = 0; br < nb; ++br)
+      for (int y = 0; y < bs; ++y)
+        for (int s = 0; s < 3; ++s) {
+          const int bc = br + s - 1;
+          if (bc < 0 || bc >= nb) continue;
+          for (int x = 0; x < bs; ++x)
+            a(br * bs + y, bc * bs + x) = strips[static_cast<std::size_t>(br) * 3 * bs * bs + y * 3 * bs + s * bs + x];
+        }
+    return a;
+  }
+  double& at(int br, int slot, int y, int x) {
+    return strips[static_cast<std::size_t>(br) * 3 * bs * bs + y * 3 * bs + slot * bs + x];
+  }
+};
+
+// Strips of a general block-tridiagonal matrix (L and R independent, so a swap of L and R shows),
+// with zero L_0 and R_{nb-1}.
+inline BlockTri random_blocktri(Rng& rng, int nb, int bs) {
+  BlockTri m{nb, bs, std::vector<double>(static_cast<std::size_t>(nb) * 3 * bs * bs, 0.0)};
+  for (int br = 0; br < nb; ++br)
+    for (int s = 0; s < 3; ++s) {
+      if ((br == 0 && s == 0) || (br == nb - 1 && s == 2)) continue;
+      for (int y = 0; y < bs; ++y)
+        for (int x = 0; x < bs; ++x) m.at(br, s, y, x) = rng.uniform();
+    }
+  return m;
+}
+
+// Symmetric positive definite block-tridiagonal strips: off-diagonal blocks C_k (R_k = C_k,
+// L_{k+1} = C_k'), diagonal blocks SPD with enough margin: D_k = B B' + (shift + 2 bs) I.
+// `shift` below zero weakens the diagonal and can make it indefinite (used by the CHECK tests).
+inline BlockTri random_spd_blocktri(Rng& rng, int nb, int bs, double shift = 1.0) {
+  BlockTri m{nb, bs, std::vector<double>(static_cast<std::size_t>(nb) * 3 * bs * bs, 0.0)};
+  for (int br = 0; br < nb; ++br) {
+    Mat d = rng.spd(bs, shift + 2.0 * bs);
+    for (int y = 0; y < bs; ++y)
+      for (int x = 0; x < bs; ++x) m.at(br, 1, y, x) = d(y, x);
+    if (br + 1 < nb) {
+      Mat c = rng.matrix(bs, bs);
+      for (int y = 0; y < bs; ++y)
+        for (int x = 0; x < bs; ++x) {
+          m.at(br, 2, y, x) = c(y, x);
+          m.at(br + 1, 0, x, y) = c(y, x);
+        }
+    }
+  }
+  return m;
+}
+
+// Padded vector (nb + 2) * bs with zero pads and `interior` inside.
+inline std::vector<double> padded(const Vec& interior, int bs) {
+  std::vector<double> v(interior.size() + 2 * bs, 0.0);
+  for (int i = 0; i < interior.size(); ++i) v[bs + i] = interior(i);
+  return v;
+}
+
+inline Vec interior(const std::vector<double>& v, int nb, int bs) {
+  Vec x(static_cast<Eigen::Index>(nb) * bs);
+  for (int i = 0; i < nb * bs; ++i) x(i) = v[bs + i];
+  return x;
+}
+
+// Column-major std::vector <-> Eigen.
+inline std::vector<double> to_vec(const Mat& m) { return std::vector<double>(m.data(), m.data() + m.size()); }
+inline Mat to_mat(const std::vector<double>& v, int r, int c) { return Eigen::Map<const Mat>(v.data(), r, c); }
+
+}  // namespace knot::test
