@@ -1,6 +1,8 @@
 // bdsv: block Cholesky factor/solve against Eigen's dense LLT, factor layout, CHECK, group sweep.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "knot/linalg/bdsv.hpp"
 #include "knot/linalg/pcg.hpp"
 #include "knot/linalg/precond.hpp"
@@ -16,13 +18,13 @@ struct Case {
 };
 const Case kCases[] = {{1, 1}, {1, 5}, {4, 1}, {3, 5}, {8, 7}, {5, 14}, {2, 33}};
 
-struct Run {
+struct Factored {
   std::vector<double> strips, v;
   int fail = 0;
 };
 
-Run run_bdsv(int threads, const BlockTri& m, const std::vector<double>& b) {
-  Run out{m.strips, b, 0};
+Factored run_bdsv(int threads, const BlockTri& m, const std::vector<double>& b) {
+  Factored out{m.strips, b, 0};
   std::vector<double> scratch = poisoned(bdsv_scratch_size(m.bs));
   run_threaded(threads, [&](ThreadedGroup& g) {
     bdsv<true>(g, m.nb, m.bs, out.strips.data(), out.v.data(), scratch.data(), &out.fail);
@@ -39,7 +41,7 @@ TEST(Bdsv, SolvesLikeDenseLLT) {
     const Mat a = m.dense();
     const Vec b = rng.vector(c.nb * c.bs);
     const Vec want = a.llt().solve(b);
-    const Run r = run_bdsv(1, m, padded(b, c.bs));
+    const Factored r = run_bdsv(1, m, padded(b, c.bs));
     EXPECT_EQ(r.fail, 0);
     EXPECT_LT(rel_err(interior(r.v, c.nb, c.bs), want), 1e-12) << "nb=" << c.nb << " bs=" << c.bs;
     // Residual against the original matrix, scale-aware.
@@ -113,9 +115,9 @@ TEST(Bdsv, BitwiseIdenticalForEveryGroupSize) {
   for (const auto& c : {Case{5, 7}, Case{3, 14}, Case{1, 1}}) {
     const BlockTri m = random_spd_blocktri(rng, c.nb, c.bs);
     const auto b = padded(rng.vector(c.nb * c.bs), c.bs);
-    const Run ref = run_bdsv(1, m, b);
+    const Factored ref = run_bdsv(1, m, b);
     for (int t : kGroupSizes) {
-      const Run r = run_bdsv(t, m, b);
+      const Factored r = run_bdsv(t, m, b);
       EXPECT_TRUE(bitwise_equal(r.strips, ref.strips)) << "t=" << t;
       EXPECT_TRUE(bitwise_equal(r.v, ref.v)) << "t=" << t;
     }
@@ -140,7 +142,7 @@ TEST(Bdsv, CheckFlagsNonSpdAndNonFinite) {
   // Indefinite: a negative diagonal entry deep in the chain.
   BlockTri m = random_spd_blocktri(rng, 5, 3);
   m.at(3, 1, 1, 1) = -1e3;
-  Run r = run_bdsv(3, m, padded(rng.vector(15), 3));
+  Factored r = run_bdsv(3, m, padded(rng.vector(15), 3));
   EXPECT_EQ(r.fail, 1);
   // NaN in an off-diagonal block propagates into a later pivot and is flagged too.
   BlockTri n = random_spd_blocktri(rng, 5, 3);
@@ -156,7 +158,7 @@ TEST(Bdsv, NegativeControlWrongAnswerIsRejected) {
   Rng rng(37);
   const BlockTri m = random_spd_blocktri(rng, 4, 3);
   const Vec b = rng.vector(12);
-  Run r = run_bdsv(1, m, padded(b, 3));
+  Factored r = run_bdsv(1, m, padded(b, 3));
   Vec x = interior(r.v, 4, 3);
   x(5) *= 1.0 + 1e-9;
   EXPECT_GT(rel_err(x, m.dense().llt().solve(b)), 1e-12);
@@ -167,7 +169,7 @@ TEST(Bdsv, AgreesWithPcgToPcgTolerance) {
   const int nb = 16, bs = 6;
   const BlockTri m = random_spd_blocktri(rng, nb, bs);
   const Vec b = rng.vector(nb * bs);
-  const Run direct = run_bdsv(1, m, padded(b, bs));
+  const Factored direct = run_bdsv(1, m, padded(b, bs));
   std::vector<double> pinv(m.strips.size()), pscratch(precond_scratch_size(bs)), scratch(pcg_scratch_size(nb, bs));
   auto gamma = padded(b, bs);
   std::vector<double> x(gamma.size(), 0.0);
@@ -188,4 +190,25 @@ TEST(Bdsv, EmptyDoesNothing) {
   EXPECT_EQ(strips[0], 3.0);
   EXPECT_EQ(v[0], 4.0);
   EXPECT_EQ(fail, 0);
+}
+
+TEST(Bdsv, BadArgumentsAreReportedAndTouchNothing) {
+  Rng rng(39);
+  const BlockTri m = random_spd_blocktri(rng, 3, 2);
+  auto strips = m.strips;
+  auto v = padded(rng.vector(6), 2);
+  const auto v0 = v;
+  for (auto [nb, bs, a] : {std::tuple{-1, 2, strips.data()}, {3, -2, strips.data()}, {3, 2, (double*)nullptr}}) {
+    int fail = 0;
+    run_threaded(3, [&](ThreadedGroup& g) { bdsv<true>(g, nb, bs, a, v.data(), (double*)nullptr, &fail); });
+    EXPECT_EQ(fail, 1) << nb << " " << bs;
+    EXPECT_TRUE(bitwise_equal(strips, m.strips));
+    EXPECT_TRUE(bitwise_equal(v, v0));
+  }
+  // A missing right-hand side is reported too, before anything is factored.
+  int fail = 0;
+  SerialGroup g;
+  bdsv<true>(g, 3, 2, strips.data(), (double*)nullptr, (double*)nullptr, &fail);
+  EXPECT_EQ(fail, 1);
+  EXPECT_TRUE(bitwise_equal(strips, m.strips));
 }

@@ -87,3 +87,14 @@ TEST(Precond, NegativeControlSwappedOffDiagonalIsCaught) {
     for (int x = y + 1; x < 4; ++x) std::swap(p.at(0, 2, y, x), p.at(0, 2, x, y));
   EXPECT_GT(rel_err(p.dense(), reference(Kind::Stair, s)), 1e-6);
 }
+
+TEST(Precond, BadArgumentsReturnMinusOneAndEmptyReturnsZero) {
+  Rng rng(45);
+  const BlockTri s = random_spd_blocktri(rng, 2, 3);
+  std::vector<double> pinv(s.strips.size(), 9.0), scratch(precond_scratch_size(3));
+  SerialGroup g;
+  EXPECT_EQ(precond_block_jacobi(g, 2, 3, s.strips.data(), pinv.data(), (double*)nullptr), -1);
+  EXPECT_EQ(precond_stair(g, -2, 3, s.strips.data(), pinv.data(), scratch.data()), -1);
+  EXPECT_EQ(pinv, std::vector<double>(s.strips.size(), 9.0));
+  EXPECT_EQ(precond_stair(g, 0, 3, s.strips.data(), pinv.data(), scratch.data()), 0);
+}

@@ -16,12 +16,15 @@
 // as not converged; the loop is bounded by max_iters in every case. The iteration count depends on
 // the data, but every member takes the same branch (all read the same reduced scalars).
 //
+// nb == 0 or bs == 0 is an empty system (converged, 0 iterations); a negative dimension or a null
+// S, gamma, x or scratch returns not converged without touching anything.
 // Scratch: pcg_scratch_size(nb, bs) elements (r, z, p, Sp and the reduction buffer).
 // Reductions use the fixed tree of reduce.hpp: results are bitwise identical for every group size.
 // Ends on a barrier; every member returns the same result.
 #pragma once
 
 #include <cmath>
+#include <type_traits>
 
 #include "knot/linalg/bdmv.hpp"
 #include "knot/linalg/reduce.hpp"
@@ -48,15 +51,16 @@ KNOT_HD constexpr long pcg_scratch_size(int nb, int bs) {
 }
 
 template <int BS = kDynamic, class G, class T>
-KNOT_HD PcgResult pcg(G& g, int nb, int bs_rt, const T* S, const T* Pinv, const T* gamma, T* x, T* scratch,
+KNOT_HD PcgResult pcg(G& g, int nb, int bs_rt, const T* S, const std::type_identity_t<T>* Pinv, const T* gamma, T* x, T* scratch,
                       const PcgOptions<T>& opt) {
   using std::abs;
   using std::isfinite;
   const int bs = extent<BS>(bs_rt);
   PcgResult res;
-  if (nb <= 0 || bs <= 0) {
+  if (nb <= 0 || bs <= 0 || S == nullptr || gamma == nullptr || x == nullptr || scratch == nullptr) {
+    // An empty system is solved; a negative dimension or a missing operand is not.
+    res.converged = nb >= 0 && bs >= 0 && (nb == 0 || bs == 0);
     g.sync();
-    res.converged = true;
     return res;
   }
   const long len = padded_size(nb, bs);

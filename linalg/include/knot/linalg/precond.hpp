@@ -12,7 +12,8 @@
 //
 // Operands: S and Pinv are nb strips of bs x 3bs (must not alias); S's L_k are read as R_{k-1}'
 // (S symmetric), its R_k slots are read by the stair form. Scratch: precond_scratch_size(bs).
-// Returns 0, or k + 1 for the first diagonal block D_k that is not SPD (then Pinv is invalid).
+// Returns 0, or k + 1 for the first diagonal block D_k that is not SPD (then Pinv is invalid), or -1
+// for a negative dimension or a null operand (then nothing is written). nb == 0 or bs == 0: returns 0.
 // Thread-count invariant; ends on a barrier; every member returns the same value.
 #pragma once
 
@@ -27,6 +28,15 @@ KNOT_HD constexpr long precond_scratch_size(int bs) {
 }
 
 namespace detail {
+// 1 when the arguments describe a non-empty system to build; else ends on the barrier and gives the
+// return value: 0 for an empty system, -1 for bad arguments.
+template <class G, class T>
+KNOT_HD int precond_check_args(G& g, int nb, int bs, const T* S, const T* Pinv, const T* scratch) {
+  if (nb > 0 && bs > 0 && S != nullptr && Pinv != nullptr && scratch != nullptr) return 1;
+  g.sync();
+  return (nb == 0 || bs == 0) && nb >= 0 && bs >= 0 ? 0 : -1;
+}
+
 // MAIN_k = D_k^-1 for every k, LEFT and RIGHT zeroed.
 template <int BS, class G, class T>
 KNOT_HD int precond_diagonal(G& g, int nb, int bs, const T* S, T* Pinv, T* scratch) {
@@ -54,20 +64,14 @@ KNOT_HD int precond_diagonal(G& g, int nb, int bs, const T* S, T* Pinv, T* scrat
 template <int BS = kDynamic, class G, class T>
 KNOT_HD int precond_block_jacobi(G& g, int nb, int bs_rt, const T* S, T* Pinv, T* scratch) {
   const int bs = extent<BS>(bs_rt);
-  if (nb <= 0 || bs <= 0) {
-    g.sync();
-    return 0;
-  }
+  if (const int early = detail::precond_check_args(g, nb, bs, S, Pinv, scratch); early != 1) return early;
   return detail::precond_diagonal<BS>(g, nb, bs, S, Pinv, scratch);
 }
 
 template <int BS = kDynamic, class G, class T>
 KNOT_HD int precond_stair(G& g, int nb, int bs_rt, const T* S, T* Pinv, T* scratch) {
   const int bs = extent<BS>(bs_rt);
-  if (nb <= 0 || bs <= 0) {
-    g.sync();
-    return 0;
-  }
+  if (const int early = detail::precond_check_args(g, nb, bs, S, Pinv, scratch); early != 1) return early;
   const int fail = detail::precond_diagonal<BS>(g, nb, bs, S, Pinv, scratch);
   const int ld = 3 * bs;
   T* t1 = scratch;
