@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <type_traits>
 #include <utility>
 
 #include "knot/linalg/cuda/batched.hpp"
@@ -91,6 +92,10 @@ template <class... Params, class... Args>
 Status launch_kernel(void (*kernel)(Params...), int grid, int threads, std::size_t shared_bytes, Stream stream,
                      const char* what, Args&&... args) {
   if (grid == 0) return {};
+  // A kernel's register use caps its block size below 1024; say so instead of failing the launch.
+  cudaFuncAttributes attr{};
+  KNOT_CUDA_TRY(cudaFuncGetAttributes(&attr, kernel), "cudaFuncGetAttributes");
+  if (threads > attr.maxThreadsPerBlock) return invalid("Launch::threads exceeds this kernel's limit (see batched.hpp)");
   if (shared_bytes > kDefaultSharedLimit)
     KNOT_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes)),
                   "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
@@ -101,6 +106,29 @@ Status launch_kernel(void (*kernel)(Params...), int grid, int threads, std::size
   config.stream = stream;
   KNOT_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...), what);
   return {};
+}
+
+// Block sizes with a kernel compiled for that size (constant trip counts and index arithmetic);
+// every other size runs the run-time-size kernel. Double only, to bound compile time.
+template <class T>
+inline constexpr bool kHasFixedBlockSizes = std::is_same_v<T, double>;
+
+// Calls fn(std::integral_constant<int, BS>{}) with BS = bs when a fixed-size kernel exists for it
+// (and `allowed`), else with BS = kDynamic.
+template <class T, class Fn>
+auto with_block_size(int bs, bool allowed, Fn&& fn) {
+  if constexpr (kHasFixedBlockSizes<T>) {
+    if (allowed) {
+      switch (bs) {
+        case 8: return fn(std::integral_constant<int, 8>{});
+        case 16: return fn(std::integral_constant<int, 16>{});
+        case 32: return fn(std::integral_constant<int, 32>{});
+        case 64: return fn(std::integral_constant<int, 64>{});
+        default: break;
+      }
+    }
+  }
+  return fn(std::integral_constant<int, kDynamic>{});
 }
 
 // Problem p's operand in a batch laid out back to back.

@@ -15,8 +15,9 @@
 //    the CUDA calls and the launch itself. An error inside a running kernel surfaces at the caller's
 //    next synchronizing call. Numerical trouble (a non-SPD pivot) is reported per problem through an
 //    int array, never through the Status.
-//  * Launch::threads is the thread-block size (0: the launcher's default). Results are bitwise the
-//    same for every thread count (the group contract of group.hpp).
+//  * Launch::threads is the thread-block size (0: the launcher's default; above a kernel's limit the
+//    launcher returns InvalidArgument). Results are bitwise the same for every thread count (the
+//    group contract of group.hpp).
 //  * Scratch: when `Launch::workspace` is null it lives in dynamic shared memory, and a problem whose
 //    scratch exceeds the device's per-block limit returns NeedsWorkspace; with a workspace (global
 //    memory, at least `LaunchSize::workspace_bytes` as reported by the size query) scratch always
@@ -43,13 +44,17 @@ struct Launch {
   void* workspace = nullptr;         // optional global-memory scratch (see the header comment)
   std::size_t workspace_bytes = 0;   // its size in bytes
   Stream stream = nullptr;           // nullptr = the legacy default stream
+  // bdsv and pcg in double: use the kernel compiled for bs when bs is 8, 16, 32 or 64. `false`
+  // forces the run-time-size kernel (for comparisons); the two agree to rounding, not bitwise,
+  // since nvcc may fuse multiply-adds differently in unrolled code.
+  bool fixed_block_size = true;
 };
 
 // What a launch will use: filled by the `*_size` queries.
 struct LaunchSize {
   int threads = 0;                 // the thread-block size the launch will use
   int grid = 0;                    // thread blocks
-  std::size_t shared_bytes = 0;    // dynamic shared memory per block (0 when scratch is in the workspace)
+  std::size_t shared_bytes = 0;    // dynamic shared memory per block without a workspace (0: none or too big)
   std::size_t workspace_bytes = 0; // global workspace for the whole batch if scratch goes there
   bool fits_shared = false;        // scratch fits in shared memory: a null workspace is fine
 };
@@ -74,7 +79,7 @@ Status bdmv_batched(int batch, int nb, int bs, const T* A, const T* v, T* out, c
 
 // ---- bdsv: factor and solve A x = b in place per problem (bdsv.hpp). ------------------------------
 // strips: in A, out the factor. v: padded, in b, out x. fail (optional, batch ints): 0, or 1 when a
-// pivot was not positive (that problem's x is then invalid).
+// pivot was not positive or not finite (that problem's x is then invalid).
 template <class T>
 Status bdsv_batched_size(int batch, int nb, int bs, const Launch& launch, LaunchSize* size);
 template <class T>
@@ -94,6 +99,7 @@ enum class PcgOutcome : int {
   PreconditionerFailed = 2,  // a diagonal block of S is not SPD; pcg was not run and x is unchanged
 };
 
+// Launch::threads at most 256 (the kernel is register-bounded for two blocks per SM).
 // S: strips (read only). Pinv: strips written with the preconditioner (output; unused for None).
 // gamma: padded right-hand sides. x: padded, warm start in (zero pads), solution out.
 // iterations, outcome: optional, batch ints each (outcome holds PcgOutcome values).
@@ -108,7 +114,9 @@ Status pcg_batched(int batch, int nb, int bs, const T* S, T* Pinv, const T* gamm
 // L, the strict upper triangle is left as it was. info (optional, batch ints): 0, or j + 1 for the
 // first non-positive pivot. tile = 0: one problem per thread block; tile = W in {1,2,4,8,16,32}:
 // one problem per W-lane tile of a warp, threads / W problems per block (threads a multiple of 32).
-// Each problem is staged in shared memory when the block's problems fit, else factored in place.
+// The block's problems are staged in shared memory when they fit, else factored in place in global
+// memory; either way the results are the same bits. potrf needs no scratch: Launch::workspace is
+// ignored and LaunchSize::workspace_bytes is 0.
 template <class T>
 Status potrf_batched_size(int batch, int n, int tile, const Launch& launch, LaunchSize* size);
 template <class T>

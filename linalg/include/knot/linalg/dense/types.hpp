@@ -13,6 +13,16 @@
 #define KNOT_RESTRICT
 #endif
 
+// Unroll the next loop completely. Only for loops whose trip count is a compile-time constant once
+// the enclosing loops are unrolled (the fixed-size paths): small fixed blocks then live in registers.
+#if defined(__CUDA_ARCH__) || defined(__clang__)
+#define KNOT_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__) && !defined(__CUDACC__)  // nvcc's host pass knows neither pragma
+#define KNOT_UNROLL _Pragma("GCC unroll 64")
+#else
+#define KNOT_UNROLL
+#endif
+
 namespace knot::linalg {
 
 // op(X) = X (No) or X' (Yes).

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# GPU check: on a machine with an NVIDIA GPU, build the GPU test binary and the GPU benchmark
+# (Release, sm_90, build/gpu), run the GPU tests, then time batched bdsv and pcg.
+#
+#   scripts/gpu_check.sh            # logs under $OUT when set, else build/gpu/logs
+#
+# Overrides (environment): GPU_CHECK_BUILD (build folder), GPU_CHECK_JOBS (default 16),
+# GPU_CHECK_BUDGET_S (default 345 s).
+#
+# Sized for a short loan of one H200 (16 cores): the whole script stops itself before 6 minutes,
+# each phase under `timeout` with what is left of that budget. Exit status: 0 when the tests ran on
+# the GPU and passed; 1 when a phase failed, timed out, or the GPU tests were skipped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUDGET_S=${GPU_CHECK_BUDGET_S:-345}
+JOBS=${GPU_CHECK_JOBS:-16}
+BUILD=${GPU_CHECK_BUILD:-build/gpu}
+LOGS=${OUT:-$BUILD/logs}
+mkdir -p "$LOGS"
+SUMMARY="$LOGS/summary.txt"
+: >"$SUMMARY"
+start=$(date +%s)
+failed=0
+
+elapsed() { echo $(( $(date +%s) - start )); }
+left() { echo $(( BUDGET_S - $(elapsed) )); }
+say() { echo "=== [$(elapsed)s] $*" | tee -a "$SUMMARY"; }
+
+# run_phase NAME MAX_SECONDS CMD...: runs CMD under timeout (at most what is left of the budget),
+# output to the terminal and to $LOGS/NAME.log; records the result in the summary. Never exits.
+run_phase() {
+  local name=$1 max=$2
+  shift 2
+  local limit
+  limit=$(left)
+  (( limit > max )) && limit=$max
+  if (( limit < 5 )); then
+    say "$name: SKIPPED (time budget spent)"
+    failed=1
+    return 1
+  fi
+  say "$name (limit ${limit}s): $*"
+  local rc
+  set +e
+  timeout --signal=TERM --kill-after=10 "$limit" "$@" 2>&1 | tee "$LOGS/$name.log"
+  rc=${PIPESTATUS[0]}
+  set -e
+  if (( rc == 0 )); then
+    say "$name: ok"
+  elif (( rc == 124 || rc == 137 )); then
+    say "$name: TIMED OUT after ${limit}s"
+    failed=1
+  else
+    say "$name: FAILED (exit $rc)"
+    failed=1
+  fi
+  return $rc
+}
+
+say "phase 0: environment"
+NVCC=$(command -v nvcc || true)
+[ -z "$NVCC" ] && [ -x /usr/local/cuda/bin/nvcc ] && NVCC=/usr/local/cuda/bin/nvcc
+if [ -z "$NVCC" ]; then
+  say "no nvcc on PATH nor at /usr/local/cuda/bin/nvcc: cannot build the CUDA targets"
+  exit 1
+fi
+{
+  echo "nvcc: $NVCC"
+  "$NVCC" --version | tail -n 2 || true
+  echo "cmake: $(cmake --version | head -n 1 || true)"
+  echo "c++: $( (c++ --version || g++ --version) 2>/dev/null | head -n 1 || true)"
+  echo "cores: $(nproc 2>/dev/null || echo '?')"
+  if command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total,memory.used --format=csv || true
+  else
+    echo "nvidia-smi: not found"
+  fi
+} 2>&1 | tee "$LOGS/environment.log" || true
+
+say "phase 1: configure $BUILD (Release, KNOT_CUDA=ON, sm_90)"
+configure=(cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DKNOT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90
+           -DCMAKE_CUDA_COMPILER="$NVCC" -DKNOT_BUILD_TESTS=ON -DKNOT_BUILD_TOOLS=OFF)
+targets=(test_gpu_linalg knot_bench_gpu_linalg)
+if ! run_phase configure 90 "${configure[@]}" -DKNOT_BUILD_BENCHMARKS=ON; then
+  # The benchmark directory needs Google Benchmark; without it, still build and run the tests.
+  say "configure failed with benchmarks on; retrying without them (no GPU timings this run)"
+  failed=0
+  targets=(test_gpu_linalg)
+  run_phase configure_no_bench 60 "${configure[@]}" -DKNOT_BUILD_BENCHMARKS=OFF || exit 1
+fi
+
+say "phase 2: build ${targets[*]} with -j$JOBS"
+run_phase build 240 cmake --build "$BUILD" -j "$JOBS" --target "${targets[@]}" || exit 1
+
+say "phase 3: GPU tests"
+test_bin="$BUILD/tests/cuda/test_gpu_linalg"
+run_phase tests 120 "$test_bin" --gtest_color=no --gtest_output="xml:$LOGS/test_gpu_linalg.xml" || true
+gpu_used=1
+if grep -q '^\[  SKIPPED \] Gpu\.' "$LOGS/tests.log" 2>/dev/null; then
+  say "GPU tests were SKIPPED, so nothing was checked on the GPU:"
+  grep -m1 'no usable GPU' "$LOGS/tests.log" | tee -a "$SUMMARY" || true
+  gpu_used=0
+  failed=1
+fi
+# gtest's totals and the names of failed tests.
+grep -E '^\[  (PASSED  |SKIPPED )\] [0-9]|^\[  FAILED  \] ' "$LOGS/tests.log" 2>/dev/null | grep -v ' ms)$' | tee -a "$SUMMARY" || true
+
+if (( ! gpu_used )); then
+  say "phase 4: GPU benchmark skipped (no usable GPU)"
+elif [ -x "$BUILD/tools/bench/gpu/knot_bench_gpu_linalg" ]; then
+  say "phase 4: GPU benchmark (batch 1024, nb 64, bs 8..64, median of 7)"
+  bench="$BUILD/tools/bench/gpu/knot_bench_gpu_linalg"
+  run_phase bench 150 "$bench" --batch 1024 --nb 64 --bs 8,16,32,64 --reps 7 || true
+  # With time to spare: the same with the run-time block-size kernels, and pcg with block-Jacobi.
+  if (( $(left) > 100 )); then
+    say "phase 5: run-time block-size kernels and block-Jacobi pcg, for comparison"
+    run_phase bench_dynamic 60 "$bench" --batch 1024 --nb 64 --bs 16,64 --reps 5 --no-cpu --dynamic || true
+    run_phase bench_jacobi 60 "$bench" --batch 1024 --nb 64 --bs 16,64 --reps 5 --no-cpu --precond jacobi || true
+  fi
+else
+  say "phase 4: GPU benchmark not built; skipped"
+fi
+
+say "done in $(elapsed)s; logs in $LOGS"
+if (( failed )); then
+  say "RESULT: FAILED (see above)"
+  exit 1
+fi
+say "RESULT: ok"

@@ -1,0 +1,202 @@
+// trsm against Eigen for all eight Side x Uplo x Trans combinations: rectangular shapes, padded
+// leading dimensions, the unreferenced triangle NaN, a group-size sweep with bitwise comparison,
+// the compile-time-size path, and per-column agreement with trsv.
+#include <gtest/gtest.h>
+
+#include "knot/linalg/dense/trsm.hpp"
+#include "knot/linalg/dense/trsv.hpp"
+#include "test_util.hpp"
+
+using namespace knot::linalg;
+using namespace knot::test;
+
+namespace {
+
+constexpr double kEps = std::numeric_limits<double>::epsilon();
+constexpr double kPad = -7.25;
+
+std::vector<double> store(const Mat& m, int ld, double pad) {
+  std::vector<double> v(static_cast<std::size_t>(ld) * std::max<Eigen::Index>(m.cols(), 1), pad);
+  for (int j = 0; j < m.cols(); ++j)
+    for (int i = 0; i < m.rows(); ++i) v[i + static_cast<std::size_t>(j) * ld] = m(i, j);
+  return v;
+}
+
+Mat load(const std::vector<double>& v, int rows, int cols, int ld) {
+  Mat m(rows, cols);
+  for (int j = 0; j < cols; ++j)
+    for (int i = 0; i < rows; ++i) m(i, j) = v[i + static_cast<std::size_t>(j) * ld];
+  return m;
+}
+
+template <class Fn>
+std::vector<double> run(int t, std::vector<double> out, Fn fn) {
+  if (t == 0) {
+    SerialGroup g;
+    fn(g, out.data());
+  } else {
+    run_threaded(t, [&](ThreadedGroup& g) { fn(g, out.data()); });
+  }
+  return out;
+}
+
+std::vector<int> groups_and_serial() {
+  std::vector<int> v = kGroupSizes;
+  v.push_back(0);
+  return v;
+}
+
+// A well-conditioned triangular matrix (a Cholesky factor of B B' + n I) in the UL triangle, the
+// other strict triangle NaN (a read of it poisons the solution). Returns the dense twin in `t`.
+template <Uplo UL>
+std::vector<double> triangular(Rng& rng, int n, int ld, Mat& t) {
+  const Mat l = Mat(rng.spd(n, n).llt().matrixL());
+  t = UL == Uplo::Lower ? l : Mat(l.transpose());
+  std::vector<double> v(static_cast<std::size_t>(ld) * n, kNaN);
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < n; ++i)
+      if (UL == Uplo::Lower ? i >= j : i <= j) v[i + static_cast<std::size_t>(j) * ld] = t(i, j);
+  return v;
+}
+
+struct Shape {
+  int m, n;
+};
+const Shape kShapes[] = {{1, 1}, {5, 5}, {14, 14}, {5, 3}, {3, 7}, {14, 1}, {1, 14}, {17, 4}, {4, 33}};
+
+template <Side S, Uplo UL, Trans TA>
+void check_against_eigen(unsigned seed) {
+  Rng rng(seed);
+  for (const auto& s : kShapes)
+    for (double alpha : {1.0, -0.5}) {
+      const int na = S == Side::Left ? s.m : s.n;
+      const int lda = na + 2, ldb = s.m + 1;
+      Mat t;
+      const auto A = triangular<UL>(rng, na, lda, t);
+      const Mat opa = TA == Trans::No ? t : Mat(t.transpose());
+      const Mat b = rng.matrix(s.m, s.n);
+      const auto B = store(b, ldb, kPad);
+      const Mat want = S == Side::Left ? Mat(opa.lu().solve(alpha * b))
+                                       : Mat(opa.transpose().lu().solve(alpha * b.transpose()).transpose());
+      auto call = [&](auto& g, double* x) { trsm<S, UL, TA>(g, s.m, s.n, alpha, A.data(), lda, x, ldb); };
+      const auto ref = run(1, B, call);
+      const std::string where = "m=" + std::to_string(s.m) + " n=" + std::to_string(s.n) + " alpha=" + std::to_string(alpha);
+      const Mat x = load(ref, s.m, s.n, ldb);
+      EXPECT_LT(rel_err(x, want), 1e-13 * na) << where;
+      // Backward: op(A) X - alpha B (or X op(A) - alpha B) at rounding level.
+      const Mat res = S == Side::Left ? Mat(opa * x - alpha * b) : Mat(x * opa - alpha * b);
+      EXPECT_LT(res.cwiseAbs().maxCoeff(), 8 * kEps * na * std::max(1.0, x.cwiseAbs().maxCoeff() * opa.cwiseAbs().maxCoeff()))
+          << where;
+      for (std::size_t e = 0; e < B.size(); ++e) {
+        if (static_cast<int>(e % ldb) >= s.m) {
+          EXPECT_TRUE(bitwise_equal({ref[e]}, {B[e]})) << where << " pad";
+        }
+      }
+      for (int g : groups_and_serial()) EXPECT_TRUE(bitwise_equal(run(g, B, call), ref)) << where << " t=" << g;
+      // Each column of a left solve is trsv's solution, bit for bit (alpha = 1 only: trsv has none).
+      if (S == Side::Left && alpha == 1.0)
+        for (int j = 0; j < s.n; ++j) {
+          std::vector<double> col(B.begin() + j * ldb, B.begin() + j * ldb + s.m);
+          for (int gs : {0, 3}) {
+            const auto xj = run(gs, col, [&](auto& g, double* v) { trsv<UL, TA>(g, s.m, A.data(), lda, v); });
+            EXPECT_TRUE(bitwise_equal(xj, std::vector<double>(ref.begin() + j * ldb, ref.begin() + j * ldb + s.m)))
+                << where << " column " << j;
+          }
+        }
+    }
+}
+
+template <Side S, Uplo UL, Trans TA, int M, int N>
+void check_fixed_size(unsigned seed) {
+  Rng rng(seed);
+  constexpr int na = S == Side::Left ? M : N;
+  const int lda = na + 1, ldb = M + 2;
+  Mat t;
+  const auto A = triangular<UL>(rng, na, lda, t);
+  const auto B = store(rng.matrix(M, N), ldb, kPad);
+  for (double alpha : {1.0, 0.75}) {
+    const auto dyn = run(0, B, [&](auto& g, double* x) { trsm<S, UL, TA>(g, M, N, alpha, A.data(), lda, x, ldb); });
+    for (int gs : {0, 1, 3}) {
+      const auto fixed =
+          run(gs, B, [&](auto& g, double* x) { trsm<S, UL, TA, M, N>(g, M, N, alpha, A.data(), lda, x, ldb); });
+      EXPECT_TRUE(bitwise_equal(fixed, dyn)) << "M=" << M << " N=" << N << " t=" << gs;
+    }
+  }
+}
+
+template <Side S, Uplo UL, Trans TA>
+void check_fixed_sizes(unsigned seed) {
+  check_fixed_size<S, UL, TA, 1, 1>(seed);
+  check_fixed_size<S, UL, TA, 5, 3>(seed + 1);
+  check_fixed_size<S, UL, TA, 14, 14>(seed + 2);
+  check_fixed_size<S, UL, TA, 33, 2>(seed + 3);  // past the register path (32)
+  check_fixed_size<S, UL, TA, 2, 33>(seed + 4);
+}
+
+}  // namespace
+
+TEST(Trsm, LeftMatchesEigenForEveryGroupSize) {
+  check_against_eigen<Side::Left, Uplo::Lower, Trans::No>(501);
+  check_against_eigen<Side::Left, Uplo::Lower, Trans::Yes>(502);
+  check_against_eigen<Side::Left, Uplo::Upper, Trans::No>(503);
+  check_against_eigen<Side::Left, Uplo::Upper, Trans::Yes>(504);
+}
+
+TEST(Trsm, RightMatchesEigenForEveryGroupSize) {
+  check_against_eigen<Side::Right, Uplo::Lower, Trans::No>(505);
+  check_against_eigen<Side::Right, Uplo::Lower, Trans::Yes>(506);
+  check_against_eigen<Side::Right, Uplo::Upper, Trans::No>(507);
+  check_against_eigen<Side::Right, Uplo::Upper, Trans::Yes>(508);
+}
+
+TEST(Trsm, CompileTimeSizesMatchRuntimeBitwise) {
+  check_fixed_sizes<Side::Left, Uplo::Lower, Trans::No>(511);
+  check_fixed_sizes<Side::Left, Uplo::Lower, Trans::Yes>(516);
+  check_fixed_sizes<Side::Left, Uplo::Upper, Trans::No>(521);
+  check_fixed_sizes<Side::Left, Uplo::Upper, Trans::Yes>(526);
+  check_fixed_sizes<Side::Right, Uplo::Lower, Trans::No>(531);
+  check_fixed_sizes<Side::Right, Uplo::Lower, Trans::Yes>(536);
+  check_fixed_sizes<Side::Right, Uplo::Upper, Trans::No>(541);
+  check_fixed_sizes<Side::Right, Uplo::Upper, Trans::Yes>(546);
+}
+
+TEST(Trsm, AlphaZeroZeroesBWithoutReadingA) {
+  const std::vector<double> A(9, kNaN);
+  const std::vector<double> b = {1.0, 2.0, kNaN, 4.0, 5.0, 6.0};
+  for (int t : groups_and_serial()) {
+    auto x = run(t, b, [&](auto& g, double* p) { trsm<Side::Left, Uplo::Lower, Trans::No>(g, 3, 2, 0.0, A.data(), 3, p, 3); });
+    EXPECT_TRUE(bitwise_equal(x, std::vector<double>(6, 0.0))) << "t=" << t;
+    x = run(t, b, [&](auto& g, double* p) { trsm<Side::Right, Uplo::Upper, Trans::Yes, 2, 3>(g, 2, 3, 0.0, A.data(), 3, p, 2); });
+    EXPECT_TRUE(bitwise_equal(x, std::vector<double>(6, 0.0))) << "t=" << t;
+  }
+}
+
+TEST(Trsm, EmptyShapesWriteNothing) {
+  const std::vector<double> A = {2.0}, b = {1.0, 2.0, 3.0};
+  for (int t : groups_and_serial()) {
+    const auto x = run(t, b, [&](auto& g, double* p) {
+      trsm<Side::Left, Uplo::Lower, Trans::No>(g, 0, 3, 1.0, A.data(), 1, p, 1);
+      trsm<Side::Left, Uplo::Lower, Trans::No>(g, 1, 0, 1.0, A.data(), 1, p, 1);
+      trsm<Side::Right, Uplo::Upper, Trans::No>(g, 3, 0, 1.0, A.data(), 1, p, 3);
+      trsm<Side::Right, Uplo::Upper, Trans::No>(g, -1, 1, 1.0, A.data(), 1, p, 1);
+    });
+    EXPECT_TRUE(bitwise_equal(x, b)) << "t=" << t;
+  }
+}
+
+TEST(Trsm, NegativeControlWrongSideOrTriangleIsCaught) {
+  Rng rng(550);
+  const int n = 6;
+  Mat t;
+  const auto A = triangular<Uplo::Lower>(rng, n, n, t);
+  const Mat b = rng.matrix(n, n);
+  const auto x = run(1, to_vec(b), [&](auto& g, double* p) { trsm<Side::Left, Uplo::Lower, Trans::No>(g, n, n, 1.0, A.data(), n, p, n); });
+  const Mat right = t.lu().solve(b);
+  EXPECT_LT(rel_err(to_mat(x, n, n), right), 1e-13 * n);
+  // The same data solved from the other side, or with the transpose, is rejected.
+  EXPECT_GT(rel_err(to_mat(x, n, n), Mat(b * t.inverse())), 1e-3);
+  EXPECT_GT(rel_err(to_mat(x, n, n), Mat(t.transpose().lu().solve(b))), 1e-3);
+  Mat nudged = to_mat(x, n, n);
+  nudged(2, 4) += 1e-9;
+  EXPECT_GT(rel_err(nudged, right), 1e-13 * n);
+}
