@@ -23,6 +23,8 @@
 // Thread-count invariant; ends on a barrier.
 #pragma once
 
+#include <type_traits>
+
 #include "knot/linalg/band.hpp"
 #include "knot/linalg/dense/gemv.hpp"
 #include "knot/linalg/dense/potrf.hpp"
@@ -35,7 +37,8 @@ namespace knot::linalg {
 KNOT_HD constexpr int bdsv_scratch_size(int /*bs*/) { return 0; }
 
 template <bool CHECK = false, int BS = kDynamic, class G, class T>
-KNOT_HD void bdsv_factor(G& g, int nb, int bs_rt, T* strips, T* /*scratch*/ = nullptr, int* fail = nullptr) {
+KNOT_HD void bdsv_factor(G& g, int nb, int bs_rt, T* strips, std::type_identity_t<T>* /*scratch*/ = nullptr,
+                         int* fail = nullptr) {
   const int bs = extent<BS>(bs_rt);
   if (nb <= 0 || bs <= 0 || strips == nullptr) {
     // An empty system is factored; a negative dimension or missing strips are a failure.
@@ -62,7 +65,8 @@ KNOT_HD void bdsv_factor(G& g, int nb, int bs_rt, T* strips, T* /*scratch*/ = nu
 }
 
 template <int BS = kDynamic, class G, class T>
-KNOT_HD void bdsv_solve(G& g, int nb, int bs_rt, const T* strips, T* v, T* /*scratch*/ = nullptr) {
+KNOT_HD void bdsv_solve(G& g, int nb, int bs_rt, const T* strips, T* v,
+                        std::type_identity_t<T>* /*scratch*/ = nullptr) {
   const int bs = extent<BS>(bs_rt);
   const int ld = 3 * bs;
   if (nb <= 0 || bs <= 0 || strips == nullptr || v == nullptr) {
@@ -84,7 +88,8 @@ KNOT_HD void bdsv_solve(G& g, int nb, int bs_rt, const T* strips, T* v, T* /*scr
 }
 
 template <bool CHECK = false, int BS = kDynamic, class G, class T>
-KNOT_HD void bdsv(G& g, int nb, int bs, T* strips, T* v, T* scratch = nullptr, int* fail = nullptr) {
+KNOT_HD void bdsv(G& g, int nb, int bs, T* strips, T* v, std::type_identity_t<T>* scratch = nullptr,
+                  int* fail = nullptr) {
   if (v == nullptr) {
     // Report through the factor's argument check and solve nothing.
     bdsv_factor<CHECK, BS>(g, nb, bs, static_cast<T*>(nullptr), scratch, fail);

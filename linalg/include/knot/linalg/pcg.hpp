@@ -51,8 +51,8 @@ KNOT_HD constexpr long pcg_scratch_size(int nb, int bs) {
 }
 
 template <int BS = kDynamic, class G, class T>
-KNOT_HD PcgResult pcg(G& g, int nb, int bs_rt, const T* S, const std::type_identity_t<T>* Pinv, const T* gamma, T* x, T* scratch,
-                      const PcgOptions<T>& opt) {
+KNOT_HD PcgResult pcg(G& g, int nb, int bs_rt, const T* S, const std::type_identity_t<T>* Pinv, const T* gamma, T* x,
+                      T* scratch, const PcgOptions<T>& opt) {
   using std::abs;
   using std::isfinite;
   const int bs = extent<BS>(bs_rt);

@@ -23,9 +23,7 @@
 
 namespace knot::linalg {
 
-KNOT_HD constexpr long precond_scratch_size(int bs) {
-  return bs > 0 ? 3L * bs * bs + spd_inverse_scratch_size(bs) : 1;
-}
+KNOT_HD constexpr long precond_scratch_size(int bs) { return bs > 0 ? 3L * bs * bs + spd_inverse_scratch_size(bs) : 1; }
 
 namespace detail {
 // 1 when the arguments describe a non-empty system to build; else ends on the barrier and gives the
