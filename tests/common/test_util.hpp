@@ -3,6 +3,7 @@
 #pragma once
 
 #include <Eigen/Dense>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -138,5 +139,49 @@ inline Vec interior(const std::vector<double>& v, int nb, int bs) {
 // Column-major std::vector <-> Eigen.
 inline std::vector<double> to_vec(const Mat& m) { return std::vector<double>(m.data(), m.data() + m.size()); }
 inline Mat to_mat(const std::vector<double>& v, int r, int c) { return Eigen::Map<const Mat>(v.data(), r, c); }
+
+// Dense column-major storage with a leading dimension ld >= rows: the rows past m.rows() hold `pad`.
+inline std::vector<double> store(const Mat& m, int ld, double pad) {
+  std::vector<double> v(static_cast<std::size_t>(ld) * std::max<Eigen::Index>(m.cols(), 1), pad);
+  for (int j = 0; j < m.cols(); ++j)
+    for (int i = 0; i < m.rows(); ++i) v[i + static_cast<std::size_t>(j) * ld] = m(i, j);
+  return v;
+}
+
+inline Mat load(const std::vector<double>& v, int rows, int cols, int ld) {
+  Mat m(rows, cols);
+  for (int j = 0; j < cols; ++j)
+    for (int i = 0; i < rows; ++i) m(i, j) = v[i + static_cast<std::size_t>(j) * ld];
+  return m;
+}
+
+// The lower triangle of a (column-major, leading dimension ld); the strict upper triangle and the
+// pads are NaN, so a read of them poisons the result and a write of them shows.
+inline std::vector<double> store_lower(const Mat& a, int ld) {
+  const int n = static_cast<int>(a.rows());
+  std::vector<double> v(static_cast<std::size_t>(ld) * std::max(n, 1), kNaN);
+  for (int j = 0; j < n; ++j)
+    for (int i = j; i < n; ++i) v[i + static_cast<std::size_t>(j) * ld] = a(i, j);
+  return v;
+}
+
+// kGroupSizes plus 0, which the run helpers read as "a SerialGroup" (the fixed-size CPU path).
+inline std::vector<int> groups_and_serial() {
+  std::vector<int> v = kGroupSizes;
+  v.push_back(0);
+  return v;
+}
+
+// Runs fn(group, out) on a copy of `out`: t == 0 on a SerialGroup, else on t threads.
+template <class Fn>
+std::vector<double> run(int t, std::vector<double> out, Fn fn) {
+  if (t == 0) {
+    linalg::SerialGroup g;
+    fn(g, out.data());
+  } else {
+    linalg::run_threaded(t, [&](linalg::ThreadedGroup& g) { fn(g, out.data()); });
+  }
+  return out;
+}
 
 }  // namespace knot::test

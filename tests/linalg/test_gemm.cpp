@@ -13,43 +13,10 @@ namespace {
 constexpr double kEps = std::numeric_limits<double>::epsilon();
 constexpr double kPad = -7.25;  // pads of an output: must come back bit for bit
 
-// m stored column-major with leading dimension ld; the rows past m.rows() hold `pad`.
-std::vector<double> store(const Mat& m, int ld, double pad) {
-  std::vector<double> v(static_cast<std::size_t>(ld) * std::max<Eigen::Index>(m.cols(), 1), pad);
-  for (int j = 0; j < m.cols(); ++j)
-    for (int i = 0; i < m.rows(); ++i) v[i + static_cast<std::size_t>(j) * ld] = m(i, j);
-  return v;
-}
-
-Mat load(const std::vector<double>& v, int rows, int cols, int ld) {
-  Mat m(rows, cols);
-  for (int j = 0; j < cols; ++j)
-    for (int i = 0; i < rows; ++i) m(i, j) = v[i + static_cast<std::size_t>(j) * ld];
-  return m;
-}
-
 bool pads_intact(const std::vector<double>& out, const std::vector<double>& in, int rows, int ld) {
   for (std::size_t e = 0; e < in.size(); ++e)
     if (static_cast<int>(e % ld) >= rows && !bitwise_equal({out[e]}, {in[e]})) return false;
   return true;
-}
-
-// Runs fn(group, out) on a copy of `out`: t == 0 on a SerialGroup, else on t threads.
-template <class Fn>
-std::vector<double> run(int t, std::vector<double> out, Fn fn) {
-  if (t == 0) {
-    SerialGroup g;
-    fn(g, out.data());
-  } else {
-    run_threaded(t, [&](ThreadedGroup& g) { fn(g, out.data()); });
-  }
-  return out;
-}
-
-std::vector<int> groups_and_serial() {
-  std::vector<int> v = kGroupSizes;
-  v.push_back(0);
-  return v;
 }
 
 Mat op(const Mat& x, Trans t) { return t == Trans::No ? x : Mat(x.transpose()); }

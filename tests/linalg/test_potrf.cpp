@@ -13,16 +13,6 @@ namespace {
 
 constexpr double kEps = std::numeric_limits<double>::epsilon();
 
-// The lower triangle of a (column-major, leading dimension ld); the strict upper triangle and the
-// pads are NaN, so a read of them poisons the factor and a write of them shows.
-std::vector<double> store_lower(const Mat& a, int ld) {
-  const int n = static_cast<int>(a.rows());
-  std::vector<double> v(static_cast<std::size_t>(ld) * std::max(n, 1), kNaN);
-  for (int j = 0; j < n; ++j)
-    for (int i = j; i < n; ++i) v[i + static_cast<std::size_t>(j) * ld] = a(i, j);
-  return v;
-}
-
 Mat lower_of(const std::vector<double>& v, int n, int ld) {
   Mat l = Mat::Zero(n, n);
   for (int j = 0; j < n; ++j)
@@ -47,7 +37,7 @@ struct Result {
 
 // fn(group, A, &info) -> int, on a copy of `a`: t == 0 on a SerialGroup, else on t threads.
 template <class Fn>
-Result run(int t, std::vector<double> a, Fn fn) {
+Result run_potrf(int t, std::vector<double> a, Fn fn) {
   Result r;
   if (t == 0) {
     SerialGroup g;
@@ -58,12 +48,6 @@ Result run(int t, std::vector<double> a, Fn fn) {
   }
   r.a = std::move(a);
   return r;
-}
-
-std::vector<int> groups_and_serial() {
-  std::vector<int> v = kGroupSizes;
-  v.push_back(0);
-  return v;
 }
 
 bool all_equal(const std::vector<int>& v, int x) {
@@ -93,10 +77,10 @@ void check_fixed_size(Rng& rng) {
   const Mat a = rng.spd(N, 1.0);
   const int ld = N + 1;
   const auto A = store_lower(a, ld);
-  const auto dyn = run(0, A, [&](auto& g, double* p, int* info) { return potrf(g, N, p, ld, info); });
+  const auto dyn = run_potrf(0, A, [&](auto& g, double* p, int* info) { return potrf(g, N, p, ld, info); });
   EXPECT_TRUE(all_equal(dyn.ret, 0));
   for (int t : {0, 1, 3}) {
-    const auto fixed = run(t, A, [&](auto& g, double* p, int* info) { return potrf<N>(g, N, p, ld, info); });
+    const auto fixed = run_potrf(t, A, [&](auto& g, double* p, int* info) { return potrf<N>(g, N, p, ld, info); });
     EXPECT_TRUE(bitwise_equal(fixed.a, dyn.a)) << "N=" << N << " t=" << t;
     EXPECT_TRUE(all_equal(fixed.ret, 0));
     EXPECT_EQ(fixed.info, 0);
@@ -104,8 +88,8 @@ void check_fixed_size(Rng& rng) {
   // A failing pivot stops the fixed path exactly where it stops the cooperative one.
   const int k = (N + 1) / 2;
   const auto B = store_lower(planted(rng, N, k, -0.25), ld);
-  const auto dyn_bad = run(2, B, [&](auto& g, double* p, int* info) { return potrf(g, N, p, ld, info); });
-  const auto fixed_bad = run(0, B, [&](auto& g, double* p, int* info) { return potrf<N>(g, N, p, ld, info); });
+  const auto dyn_bad = run_potrf(2, B, [&](auto& g, double* p, int* info) { return potrf(g, N, p, ld, info); });
+  const auto fixed_bad = run_potrf(0, B, [&](auto& g, double* p, int* info) { return potrf<N>(g, N, p, ld, info); });
   EXPECT_TRUE(all_equal(dyn_bad.ret, k));
   EXPECT_TRUE(all_equal(fixed_bad.ret, k));
   EXPECT_TRUE(bitwise_equal(fixed_bad.a, dyn_bad.a)) << "N=" << N;
@@ -120,7 +104,7 @@ TEST(Potrf, MatchesEigenAndIsBitwiseInvariant) {
     const int ld = n + 3;
     const auto A = store_lower(a, ld);
     auto call = [&](auto& g, double* p, int* info) { return potrf(g, n, p, ld, info); };
-    const auto ref = run(1, A, call);
+    const auto ref = run_potrf(1, A, call);
     ASSERT_TRUE(all_equal(ref.ret, 0)) << "n=" << n;
     EXPECT_EQ(ref.info, 0);
     const Mat l = lower_of(ref.a, n, ld);
@@ -129,7 +113,7 @@ TEST(Potrf, MatchesEigenAndIsBitwiseInvariant) {
     EXPECT_LT(rel_err(l, eigen_l), 1e-12) << "n=" << n;
     EXPECT_TRUE(outside_lower_intact(ref.a, A, n, ld)) << "n=" << n;
     for (int t : groups_and_serial()) {
-      const auto r = run(t, A, call);
+      const auto r = run_potrf(t, A, call);
       EXPECT_TRUE(bitwise_equal(r.a, ref.a)) << "n=" << n << " t=" << t;
       EXPECT_TRUE(all_equal(r.ret, 0)) << "n=" << n << " t=" << t;
       EXPECT_EQ(r.info, 0);
@@ -161,11 +145,11 @@ TEST(Potrf, PlantedNonPositiveMinorReportsItsOrderExactly) {
         const int ld = n + 2;
         const auto A = store_lower(a, ld);
         auto call = [&](auto& g, double* p, int* info) { return potrf(g, n, p, ld, info); };
-        const auto ref = run(1, A, call);
+        const auto ref = run_potrf(1, A, call);
         const std::string where = "n=" + std::to_string(n) + " k=" + std::to_string(k) + " pivot=" + std::to_string(pivot);
         EXPECT_EQ(ref.info, k) << where;
         for (int t : groups_and_serial()) {
-          const auto r = run(t, A, call);
+          const auto r = run_potrf(t, A, call);
           EXPECT_TRUE(all_equal(r.ret, k)) << where << " t=" << t;
           EXPECT_EQ(r.info, k) << where << " t=" << t;
           EXPECT_TRUE(bitwise_equal(r.a, ref.a)) << where << " t=" << t;
@@ -205,12 +189,12 @@ TEST(Potrf, NonFiniteInputGivesNonzeroInfoWithoutCrashing) {
     auto A = store_lower(a, ld);
     A[p.i + p.j * ld] = p.value;
     for (int t : groups_and_serial()) {
-      const auto r = run(t, A, [&](auto& g, double* x, int* info) { return potrf(g, n, x, ld, info); });
+      const auto r = run_potrf(t, A, [&](auto& g, double* x, int* info) { return potrf(g, n, x, ld, info); });
       EXPECT_TRUE(all_equal(r.ret, p.info)) << "(" << p.i << "," << p.j << ") t=" << t;
       EXPECT_EQ(r.info, p.info);
     }
     // The fixed-size register path agrees.
-    const auto f = run(0, A, [&](auto& g, double* x, int* info) { return potrf<n>(g, n, x, ld, info); });
+    const auto f = run_potrf(0, A, [&](auto& g, double* x, int* info) { return potrf<n>(g, n, x, ld, info); });
     EXPECT_EQ(f.info, p.info);
   }
 }
@@ -220,10 +204,10 @@ TEST(Potrf, StridedCoreServesFourStorageOrders) {
   const int n = 11, ld = n + 2;
   const Mat a = rng.spd(n, 1.0);
   const auto A = store_lower(a, ld);
-  const auto ref = run(1, A, [&](auto& g, double* p, int* info) { return potrf(g, n, p, ld, info); });
+  const auto ref = run_potrf(1, A, [&](auto& g, double* p, int* info) { return potrf(g, n, p, ld, info); });
   // Column-major lower through the strided core: the very same bits.
   for (int t : {0, 1, 3, 32}) {
-    const auto r = run(t, A, [&](auto& g, double* p, int* info) { return potrf_strided(g, n, p, 1, ld, info); });
+    const auto r = run_potrf(t, A, [&](auto& g, double* p, int* info) { return potrf_strided(g, n, p, 1, ld, info); });
     EXPECT_TRUE(bitwise_equal(r.a, ref.a)) << "t=" << t;
   }
   // Column-major upper (A = U'U): the upper triangle of the same matrix, rs = ld, cs = 1. U is L'
@@ -232,7 +216,7 @@ TEST(Potrf, StridedCoreServesFourStorageOrders) {
   for (int j = 0; j < n; ++j)
     for (int i = 0; i <= j; ++i) U[i + j * ld] = a(j, i);  // a's lower triangle, mirrored
   for (int t : {0, 1, 3, 32}) {
-    const auto r = run(t, U, [&](auto& g, double* p, int* info) { return potrf_strided(g, n, p, ld, 1, info); });
+    const auto r = run_potrf(t, U, [&](auto& g, double* p, int* info) { return potrf_strided(g, n, p, ld, 1, info); });
     EXPECT_TRUE(all_equal(r.ret, 0));
     for (int j = 0; j < n; ++j)
       for (int i = 0; i < n; ++i) {
@@ -243,8 +227,8 @@ TEST(Potrf, StridedCoreServesFourStorageOrders) {
   // Row-major lower (rs = ld, cs = 1) is the same bytes as column-major upper, and row-major upper
   // (rs = 1, cs = ld) the same bytes as column-major lower: the two cases above cover them.
   // A fixed n through the strided core matches too.
-  const auto fixed = run(0, U, [&](auto& g, double* p, int* info) { return potrf_strided<n>(g, n, p, ld, 1, info); });
-  const auto dyn = run(0, U, [&](auto& g, double* p, int* info) { return potrf_strided(g, n, p, ld, 1, info); });
+  const auto fixed = run_potrf(0, U, [&](auto& g, double* p, int* info) { return potrf_strided<n>(g, n, p, ld, 1, info); });
+  const auto dyn = run_potrf(0, U, [&](auto& g, double* p, int* info) { return potrf_strided(g, n, p, ld, 1, info); });
   EXPECT_TRUE(bitwise_equal(fixed.a, dyn.a));
 }
 
@@ -252,7 +236,7 @@ TEST(Potrf, EmptyMatrixSucceedsAndWritesNothing) {
   const std::vector<double> A = {3.0, -1.0};
   for (int t : groups_and_serial())
     for (int n : {0, -2}) {
-      const auto r = run(t, A, [&](auto& g, double* p, int* info) { return potrf(g, n, p, 1, info); });
+      const auto r = run_potrf(t, A, [&](auto& g, double* p, int* info) { return potrf(g, n, p, 1, info); });
       EXPECT_TRUE(all_equal(r.ret, 0));
       EXPECT_EQ(r.info, 0);
       EXPECT_TRUE(bitwise_equal(r.a, A));
@@ -268,7 +252,7 @@ TEST(Potrf, NegativeControlChecksRejectWrongFactors) {
   Rng rng(406);
   const int n = 8;
   const Mat a = rng.spd(n, 1.0);
-  const auto r = run(1, store_lower(a, n), [&](auto& g, double* p, int* info) { return potrf(g, n, p, n, info); });
+  const auto r = run_potrf(1, store_lower(a, n), [&](auto& g, double* p, int* info) { return potrf(g, n, p, n, info); });
   Mat l = lower_of(r.a, n, n);
   ASSERT_LT(residual(l, a), 4 * kEps * (n + 1));
   l(5, 2) *= 1.0 + 1e-9;  // one entry a few million ulps off

@@ -13,15 +13,6 @@ namespace {
 constexpr double kEps = std::numeric_limits<double>::epsilon();
 constexpr double kPad = -7.25;
 
-// The lower triangle of a; the strict upper triangle and pads NaN (never read).
-std::vector<double> store_lower(const Mat& a, int ld) {
-  const int n = static_cast<int>(a.rows());
-  std::vector<double> v(static_cast<std::size_t>(ld) * std::max(n, 1), kNaN);
-  for (int j = 0; j < n; ++j)
-    for (int i = j; i < n; ++i) v[i + static_cast<std::size_t>(j) * ld] = a(i, j);
-  return v;
-}
-
 // The symmetric matrix whose lower triangle is a's.
 Mat symmetric_from_lower(const Mat& a) {
   Mat s = a.triangularView<Eigen::Lower>();
@@ -63,12 +54,6 @@ Mat load(const std::vector<double>& v, int n, int ld) {
   for (int j = 0; j < n; ++j)
     for (int i = 0; i < n; ++i) m(i, j) = v[i + static_cast<std::size_t>(j) * ld];
   return m;
-}
-
-std::vector<int> groups_and_serial() {
-  std::vector<int> v = kGroupSizes;
-  v.push_back(0);
-  return v;
 }
 
 bool all_equal(const std::vector<int>& v, int x) {

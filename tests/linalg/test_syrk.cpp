@@ -14,30 +14,6 @@ namespace {
 constexpr double kEps = std::numeric_limits<double>::epsilon();
 constexpr double kPad = -7.25;
 
-std::vector<double> store(const Mat& m, int ld, double pad) {
-  std::vector<double> v(static_cast<std::size_t>(ld) * std::max<Eigen::Index>(m.cols(), 1), pad);
-  for (int j = 0; j < m.cols(); ++j)
-    for (int i = 0; i < m.rows(); ++i) v[i + static_cast<std::size_t>(j) * ld] = m(i, j);
-  return v;
-}
-
-template <class Fn>
-std::vector<double> run(int t, std::vector<double> out, Fn fn) {
-  if (t == 0) {
-    SerialGroup g;
-    fn(g, out.data());
-  } else {
-    run_threaded(t, [&](ThreadedGroup& g) { fn(g, out.data()); });
-  }
-  return out;
-}
-
-std::vector<int> groups_and_serial() {
-  std::vector<int> v = kGroupSizes;
-  v.push_back(0);
-  return v;
-}
-
 template <Uplo UL>
 bool in_triangle(int i, int j) {
   return UL == Uplo::Lower ? i >= j : i <= j;

@@ -12,23 +12,6 @@ namespace {
 
 constexpr double kEps = std::numeric_limits<double>::epsilon();
 
-template <class Fn>
-std::vector<double> run(int t, std::vector<double> out, Fn fn) {
-  if (t == 0) {
-    SerialGroup g;
-    fn(g, out.data());
-  } else {
-    run_threaded(t, [&](ThreadedGroup& g) { fn(g, out.data()); });
-  }
-  return out;
-}
-
-std::vector<int> groups_and_serial() {
-  std::vector<int> v = kGroupSizes;
-  v.push_back(0);
-  return v;
-}
-
 // A well-conditioned triangular matrix in the UL triangle (leading dimension ld), the rest NaN.
 template <Uplo UL>
 std::vector<double> triangular(Rng& rng, int n, int ld, Mat& t) {
