@@ -4,6 +4,7 @@ set -euo pipefail
 pkgs=(cmake g++ make pkg-config
       libeigen3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev
       libgtest-dev libgmock-dev libbenchmark-dev
+      liblapacke-dev libopenblas-dev
       clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
