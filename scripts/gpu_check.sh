@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # GPU check: on a machine with an NVIDIA GPU, build the GPU test binary and the GPU benchmark
-# (Release, sm_90, build/gpu), run the GPU tests, then time batched bdsv and pcg.
+# (Release, sm_90, build/gpu), run the GPU tests, then time batched bdsv and pcg. Phase 3b/3c
+# builds, tests and times the batched LU and Cholesky (test_gpu_factor, knot_bench_gpu_factor).
 #
 #   scripts/gpu_check.sh            # logs under $OUT when set, else build/gpu/logs
 #
@@ -105,6 +106,30 @@ if grep -q '^\[  SKIPPED \] Gpu\.' "$LOGS/tests.log" 2>/dev/null; then
 fi
 # gtest's totals and the names of failed tests.
 grep -E '^\[  (PASSED  |SKIPPED )\] [0-9]|^\[  FAILED  \] ' "$LOGS/tests.log" 2>/dev/null | grep -v ' ms)$' | tee -a "$SUMMARY" || true
+
+# Batched LU and Cholesky (issue 3): their own small build (the kernels are already in
+# knot_linalg_cuda), GPU tests, then the benchmark against cuBLAS / cuSOLVER at batch 10^5.
+# About a minute in all; capped at 60 + 60 + 90 s.
+say "phase 3b: batched factorizations: build test_gpu_factor and knot_bench_gpu_factor"
+factor_targets=(test_gpu_factor)
+[[ " ${targets[*]} " == *" knot_bench_gpu_linalg "* ]] && factor_targets+=(knot_bench_gpu_factor)
+if run_phase build_factor 60 cmake --build "$BUILD" -j "$JOBS" --target "${factor_targets[@]}"; then
+  run_phase tests_factor 60 "$BUILD/tests/cuda/test_gpu_factor" --gtest_color=no \
+    --gtest_output="xml:$LOGS/test_gpu_factor.xml" || true
+  if grep -q '^\[  SKIPPED \] GpuFactor\.' "$LOGS/tests_factor.log" 2>/dev/null; then
+    say "batched factorization tests were SKIPPED (no usable GPU)"
+    failed=1
+  fi
+  grep -E '^\[  (PASSED  |SKIPPED )\] [0-9]|^\[  FAILED  \] ' "$LOGS/tests_factor.log" 2>/dev/null | grep -v ' ms)$' | tee -a "$SUMMARY" || true
+  bench_factor="$BUILD/tools/bench/gpu/knot_bench_gpu_factor"
+  if (( gpu_used )) && [ -x "$bench_factor" ]; then
+    say "phase 3c: batched LU / Cholesky vs cuBLAS / cuSOLVER (batch 100000, n 8,16,32, median of 9)"
+    run_phase bench_factor 90 "$bench_factor" --batch 100000 --n 8,16,32 --reps 9 || true
+    grep -E '^(LU|Cholesky) ' "$LOGS/bench_factor.log" 2>/dev/null | tee -a "$SUMMARY" || true
+  else
+    say "phase 3c: batched factorization benchmark skipped (no usable GPU or not built)"
+  fi
+fi
 
 if (( ! gpu_used )); then
   say "phase 4: GPU benchmark skipped (no usable GPU)"

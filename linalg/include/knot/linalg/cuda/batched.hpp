@@ -28,6 +28,7 @@
 #include <cstddef>
 
 #include "knot/linalg/cuda/status.hpp"
+#include "knot/linalg/dense/types.hpp"
 #include "knot/linalg/pcg.hpp"
 
 // The CUDA runtime's stream handle is `cudaStream_t = CUstream_st*`; naming the struct keeps this
@@ -121,5 +122,64 @@ template <class T>
 Status potrf_batched_size(int batch, int n, int tile, const Launch& launch, LaunchSize* size);
 template <class T>
 Status potrf_batched(int batch, int n, T* A, int lda, int* info, int tile = 0, const Launch& launch = {});
+
+// ---- lu: A = P' L U per problem, and solves A x = b (coop_lu.hpp) ---------------------------------
+// The cooperative LU in its column-major layout with logical row interchanges (LuLayout::kColMajor,
+// LuInterchange::kLogical, default threshold and singular floor). One system per tile of W lanes of
+// a warp, W the smallest power of two >= threads_per_system = ceil(n / rows_per_thread); threads / W
+// systems per block (threads a multiple of 32, default 128).
+//   A     batch column-major n x n matrices, problem p at p*n*n (leading dimension n). factor and
+//         solve overwrite it with the factors in coop_lu's logical format: row v holds its
+//         multipliers left of column piv[v] and its row of U from there on.
+//   piv   batch * n ints, problem p at p*n: piv[v] = the position of row v in the pivoted order.
+//   b, x  batch vectors of n, problem p at p*n; b may equal x.
+//   info  optional, batch ints: 0, or 1 + the first singular step; that problem's x is then
+//         unspecified (it may hold inf or NaN) and nothing leaks into the other problems.
+// rows_per_thread: 0 = the default (ceil(n / 8) up to n = 16, else ceil(n / 16)); at least
+// ceil(n / 32). Results are bitwise the same for every rows_per_thread and thread count. In double,
+// n = 8, 16 and 32 with the default rows_per_thread run kernels compiled for that n
+// (Launch::fixed_block_size = false forces the run-time-size kernel; the two agree to rounding).
+// Scratch: coop_lu_workspace_size(n, rows_per_thread) elements of T per system, in shared memory or
+// in Launch::workspace (LaunchSize::workspace_bytes: batch systems). The matrix, right-hand side and
+// pivots are staged in shared memory when the block's systems fit there, else used in place; the
+// results are the same bits.
+template <class T>
+Status lu_batched_size(int batch, int n, int rows_per_thread, const Launch& launch, LaunchSize* size);
+// P A = L U in place; pivots to piv.
+template <class T>
+Status lu_factor_batched(int batch, int n, T* A, int* piv, int* info, int rows_per_thread = 0,
+                         const Launch& launch = {});
+// Factors A in place and solves A x = b (bitwise lu_factor_batched, then lu_substitute_batched).
+template <class T>
+Status lu_solve_batched(int batch, int n, T* A, int* piv, const T* b, T* x, int* info, int rows_per_thread = 0,
+                        const Launch& launch = {});
+// x = A^-1 b from the factors and pivots of lu_factor_batched (or lu_solve_batched).
+template <class T>
+Status lu_substitute_batched(int batch, int n, const T* A, const int* piv, const T* b, T* x, int rows_per_thread = 0,
+                             const Launch& launch = {});
+
+// ---- cholesky: A = L L' (Uplo::Lower) or U'U (Uplo::Upper) per problem, and solves (cholesky.hpp) --
+// A: batch column-major n x n matrices, problem p at p*n*n (leading dimension n); only the triangle
+// `uplo` is read, factor and posv overwrite it with L (or U) and never touch the other strict
+// triangle. b: batch vectors of n, problem p at p*n, overwritten by x (one right-hand side).
+// info (optional, batch ints): 0, or the order k of the smallest leading minor that is not positive
+// definite; columns from k - 1 on are then left as they came in, and posv leaves that b unchanged.
+// tile = 0: the default lanes per system (a power of two about n / 2, at most 32); tile = W in
+// {1,2,4,8,16,32}: one system per W-lane tile, threads / W systems per block (threads a multiple of
+// 32, default 128). Results are bitwise the same for every tile and thread count. In double, n = 8,
+// 16 and 32 run kernels compiled for that n (see Launch::fixed_block_size). A block's systems are
+// staged in shared memory when they fit, else used in place; no scratch (Launch::workspace is
+// ignored, LaunchSize::workspace_bytes is 0).
+template <class T>
+Status cholesky_batched_size(int batch, int n, int tile, const Launch& launch, LaunchSize* size);
+template <class T>
+Status cholesky_factor_batched(int batch, int n, T* A, Uplo uplo, int* info, int tile = 0, const Launch& launch = {});
+// x = A^-1 b from the factor of cholesky_factor_batched (same uplo).
+template <class T>
+Status cholesky_solve_batched(int batch, int n, const T* A, Uplo uplo, T* b, int tile = 0, const Launch& launch = {});
+// Factor, then solve where the factor succeeded.
+template <class T>
+Status cholesky_posv_batched(int batch, int n, T* A, Uplo uplo, T* b, int* info, int tile = 0,
+                             const Launch& launch = {});
 
 }  // namespace knot::linalg::cuda
