@@ -10,19 +10,6 @@ namespace knot::linalg::cuda {
 
 namespace {
 
-// A tile of `width` consecutive lanes of a warp, the width chosen at run time (a power of two in
-// 1..32; the block's thread count a multiple of 32). As TileGroup<W>: a tile may leave early as a
-// whole, and sync() orders the tile's memory accesses.
-struct LaneTile {
-  int width;
-  unsigned bits;
-  __device__ explicit LaneTile(int w)
-      : width(w), bits(w == 32 ? 0xffffffffu : ((1u << w) - 1u) << ((flat_thread_index() & 31) & ~(w - 1))) {}
-  __device__ int rank() const { return flat_thread_index() & (width - 1); }
-  __device__ int size() const { return width; }
-  __device__ void sync() const { __syncwarp(bits); }
-};
-
 enum class CholOp : int { Factor, Solve, Posv };
 
 // Whether element (i, j) of a column-major matrix lies in the triangle UL (diagonal included).

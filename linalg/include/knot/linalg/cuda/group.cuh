@@ -63,6 +63,19 @@ struct TileGroup {
 
 using WarpGroup = TileGroup<32>;
 
+// TileGroup with its width chosen at run time: `width` consecutive lanes of a warp (a power of two
+// in 1..32; the block's thread count a multiple of 32). As TileGroup<W>: a tile may leave early as a
+// whole, and sync() orders the tile's memory accesses.
+struct LaneTile {
+  int width;
+  unsigned bits;
+  __device__ explicit LaneTile(int w)
+      : width(w), bits(w == 32 ? 0xffffffffu : ((1u << w) - 1u) << ((flat_thread_index() & 31) & ~(w - 1))) {}
+  __device__ int rank() const { return flat_thread_index() & (width - 1); }
+  __device__ int size() const { return width; }
+  __device__ void sync() const { __syncwarp(bits); }
+};
+
 // Warp forms of the strip movers (seed: glass::warp::store_block / load_block): one full warp
 // strides the d x d block; each element is written by one lane; ends on __syncwarp().
 namespace warp {
