@@ -184,4 +184,24 @@ std::vector<double> run(int t, std::vector<double> out, Fn fn) {
   return out;
 }
 
+inline bool all_equal(const std::vector<int>& v, int x) {
+  for (int y : v)
+    if (y != x) return false;
+  return true;
+}
+
+// An SPD matrix whose leading minor of order k is not positive (those of lower order are): the
+// pivot d_{k-1} is made `pivot` (<= 0) by setting A(k-1,k-1) from the Schur complement.
+inline Mat planted(Rng& rng, int n, int k, double pivot) {
+  Mat a = rng.spd(n, 1.0);
+  const int m = k - 1;
+  if (m == 0) {
+    a(0, 0) = pivot;
+  } else {
+    const Vec c = a.row(m).head(m).transpose();
+    a(m, m) = c.dot(a.topLeftCorner(m, m).llt().solve(c)) + pivot;
+  }
+  return a;
+}
+
 }  // namespace knot::test

@@ -97,25 +97,6 @@ Result run_ab(int t, std::vector<double> a, std::vector<double> b, Fn fn) {
   return r;
 }
 
-bool all_equal(const std::vector<int>& v, int x) {
-  for (int y : v)
-    if (y != x) return false;
-  return true;
-}
-
-// SPD, except that the leading minor of order k is not positive definite (lower ones are).
-Mat planted(Rng& rng, int n, int k, double pivot) {
-  Mat a = rng.spd(n, 1.0);
-  const int m = k - 1;
-  if (m == 0) {
-    a(0, 0) = pivot;
-  } else {
-    const Vec c = a.row(m).head(m).transpose();
-    a(m, m) = c.dot(a.topLeftCorner(m, m).llt().solve(c)) + pivot;
-  }
-  return a;
-}
-
 template <Uplo UL, Arrangement AR>
 std::string name() {
   return std::string(UL == Uplo::Lower ? "lower" : "upper") + (AR == Arrangement::ColMajor ? " col-major" : " row-major");

@@ -50,27 +50,7 @@ Result run_potrf(int t, std::vector<double> a, Fn fn) {
   return r;
 }
 
-bool all_equal(const std::vector<int>& v, int x) {
-  for (int y : v)
-    if (y != x) return false;
-  return true;
-}
-
 double residual(const Mat& l, const Mat& a) { return (l * l.transpose() - a).cwiseAbs().maxCoeff() / a.cwiseAbs().maxCoeff(); }
-
-// An SPD matrix whose leading minor of order k is not positive (those of lower order are): the
-// pivot d_{k-1} is made `pivot` (<= 0) by setting A(k-1,k-1) from the Schur complement.
-Mat planted(Rng& rng, int n, int k, double pivot) {
-  Mat a = rng.spd(n, 1.0);
-  const int m = k - 1;
-  if (m == 0) {
-    a(0, 0) = pivot;
-  } else {
-    const Vec c = a.row(m).head(m).transpose();
-    a(m, m) = c.dot(a.topLeftCorner(m, m).llt().solve(c)) + pivot;
-  }
-  return a;
-}
 
 template <int N>
 void check_fixed_size(Rng& rng) {

@@ -56,12 +56,6 @@ Mat load(const std::vector<double>& v, int n, int ld) {
   return m;
 }
 
-bool all_equal(const std::vector<int>& v, int x) {
-  for (int y : v)
-    if (y != x) return false;
-  return true;
-}
-
 bool exactly_symmetric(const Mat& m) {
   for (int j = 0; j < m.cols(); ++j)
     for (int i = 0; i < j; ++i)
