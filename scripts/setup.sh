@@ -5,6 +5,7 @@ pkgs=(cmake g++ make pkg-config
       libeigen3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev
       libgtest-dev libgmock-dev libbenchmark-dev
       liblapacke-dev libopenblas-dev
+      liburdfdom-dev coinor-libipopt-dev
       clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,0 +1,148 @@
+// Constraint terms: g(x, u) <= 0 (inequality) or g(x, u) = 0 (equality), per knot, with Jacobians.
+//
+//   ControlBox        lo <= u <= hi                      rows: one per finite bound
+//   StateBox          lo <= x[idx] <= hi                 rows: one per finite bound
+//   CircleObstacle    r^2 - |p - c|^2 <= 0, p = planar position (Model::planar_position)
+//   EndEffectorHeight z_min - p_z <= 0                   (models with Kinematics)
+//   EndEffectorBox    lo <= p <= hi                      rows: one per finite bound
+//   StateEquality     x[idx] - target = 0                (usually at the terminal knot)
+// Box terms also expose their bounds (box()) so a solver may treat them as simple bounds.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <vector>
+
+#include "knot/problems/model.hpp"
+#include "knot/problems/stage.hpp"
+
+namespace knot::problems {
+
+enum class ConstraintKind { Inequality, Equality };
+
+// Simple bounds on state or control entries; lo/hi are +-inf where absent.
+struct BoxBounds {
+  bool on_control = false;
+  std::vector<int> index;
+  std::vector<double> lower, upper;
+};
+
+class ConstraintTerm {
+ public:
+  explicit ConstraintTerm(TermInfo info) : info_(std::move(info)) {}
+  virtual ~ConstraintTerm() = default;
+
+  const TermInfo& info() const { return info_; }
+  virtual std::string_view type() const = 0;
+  virtual ConstraintKind kind() const { return ConstraintKind::Inequality; }
+  virtual bool uses_control() const = 0;
+  bool active(int k, int N) const;
+  virtual int dim() const = 0;
+
+  virtual void evaluate(const StagePoint& p, double* g) const = 0;
+  // g, gx = dg/dx (dim x nx) and gu = dg/du (dim x nu, may be null when !uses_control()), column-major.
+  virtual void jacobian(const StagePoint& p, double* g, double* gx, double* gu) const = 0;
+  virtual const BoxBounds* box() const { return nullptr; }
+
+ protected:
+  TermInfo info_;
+};
+
+class ControlBox final : public ConstraintTerm {
+ public:
+  ControlBox(TermInfo info, int nu, std::vector<double> lower, std::vector<double> upper);
+  std::string_view type() const override { return "control_box"; }
+  bool uses_control() const override { return true; }
+  int dim() const override;
+  void evaluate(const StagePoint& p, double* g) const override;
+  void jacobian(const StagePoint& p, double* g, double* gx, double* gu) const override;
+  const BoxBounds* box() const override { return &box_; }
+
+ private:
+  int nu_;
+  BoxBounds box_;
+};
+
+class StateBox final : public ConstraintTerm {
+ public:
+  StateBox(TermInfo info, int nx, std::vector<int> index, std::vector<double> lower, std::vector<double> upper);
+  std::string_view type() const override { return "state_box"; }
+  bool uses_control() const override { return false; }
+  int dim() const override;
+  void evaluate(const StagePoint& p, double* g) const override;
+  void jacobian(const StagePoint& p, double* g, double* gx, double* gu) const override;
+  const BoxBounds* box() const override { return &box_; }
+
+ private:
+  int nx_;
+  BoxBounds box_;
+};
+
+class CircleObstacle final : public ConstraintTerm {
+ public:
+  // Throws std::invalid_argument when the model has no planar_position().
+  CircleObstacle(TermInfo info, const Model& model, std::array<double, 2> center, double radius);
+  std::string_view type() const override { return "circle_obstacle"; }
+  bool uses_control() const override { return false; }
+  int dim() const override { return 1; }
+  void evaluate(const StagePoint& p, double* g) const override;
+  void jacobian(const StagePoint& p, double* g, double* gx, double* gu) const override;
+
+ private:
+  int nx_;
+  std::array<int, 2> ix_;
+  std::array<double, 2> center_;
+  double radius_;
+};
+
+class EndEffectorHeight final : public ConstraintTerm {
+ public:
+  EndEffectorHeight(TermInfo info, std::shared_ptr<const Model> model, int frame, std::array<double, 3> offset,
+                    double z_min);
+  std::string_view type() const override { return "end_effector_height"; }
+  bool uses_control() const override { return false; }
+  int dim() const override { return 1; }
+  void evaluate(const StagePoint& p, double* g) const override;
+  void jacobian(const StagePoint& p, double* g, double* gx, double* gu) const override;
+
+ private:
+  std::shared_ptr<const Model> model_;
+  int frame_;
+  std::array<double, 3> offset_;
+  double z_min_;
+};
+
+class EndEffectorBox final : public ConstraintTerm {
+ public:
+  EndEffectorBox(TermInfo info, std::shared_ptr<const Model> model, int frame, std::array<double, 3> offset,
+                 std::array<double, 3> lower, std::array<double, 3> upper);
+  std::string_view type() const override { return "end_effector_box"; }
+  bool uses_control() const override { return false; }
+  int dim() const override;
+  void evaluate(const StagePoint& p, double* g) const override;
+  void jacobian(const StagePoint& p, double* g, double* gx, double* gu) const override;
+
+ private:
+  std::shared_ptr<const Model> model_;
+  int frame_;
+  std::array<double, 3> offset_, lower_, upper_;
+  std::vector<int> rows_;  // +-(axis+1) per finite bound
+};
+
+class StateEquality final : public ConstraintTerm {
+ public:
+  StateEquality(TermInfo info, int nx, std::vector<int> index, std::vector<double> target);
+  std::string_view type() const override { return "state_equality"; }
+  ConstraintKind kind() const override { return ConstraintKind::Equality; }
+  bool uses_control() const override { return false; }
+  int dim() const override { return static_cast<int>(index_.size()); }
+  void evaluate(const StagePoint& p, double* g) const override;
+  void jacobian(const StagePoint& p, double* g, double* gx, double* gu) const override;
+
+ private:
+  int nx_;
+  std::vector<int> index_;
+  std::vector<double> target_;
+};
+
+}  // namespace knot::problems

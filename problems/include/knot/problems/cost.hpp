@@ -1,0 +1,125 @@
+// Cost terms: least-squares residuals l = 1/2 r' W r (times dt when scale_by_dt) at each knot.
+//
+// Each term adds its gradient and Gauss-Newton Hessian J' W J (never a rank-one gradient outer
+// product) to caller-owned blocks. Terms:
+//   StateCost         r = x - x_ref                     W: nx x nx
+//   ControlCost       r = u - u_ref                     W: nu x nu
+//   EndEffectorCost   r = p_frame(x) - p_ref            W: 3 x 3   (models with Kinematics)
+//   ControlRateCost   r = u_k - u_{k-1}                 W: nu x nu (couples consecutive controls)
+// Weights are full symmetric positive semidefinite matrices, column-major.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <vector>
+
+#include "knot/problems/model.hpp"
+#include "knot/problems/stage.hpp"
+
+namespace knot::problems {
+
+// Blocks a term accumulates into (+=), column-major; any pointer may be null to skip that block.
+//   gx (nx), gu (nu), Hxx (nx x nx), Huu (nu x nu), Hux (nu x nx);
+//   for ControlRateCost also gu_prev (nu), Hpp (nu x nu, d2/du_prev2), Hup (nu x nu, d2/du du_prev).
+struct CostBlocks {
+  double* gx = nullptr;
+  double* gu = nullptr;
+  double* Hxx = nullptr;
+  double* Huu = nullptr;
+  double* Hux = nullptr;
+  double* gu_prev = nullptr;
+  double* Hpp = nullptr;
+  double* Hup = nullptr;
+};
+
+class CostTerm {
+ public:
+  explicit CostTerm(TermInfo info) : info_(std::move(info)) {}
+  virtual ~CostTerm() = default;
+
+  const TermInfo& info() const { return info_; }
+  virtual std::string_view type() const = 0;  // the problem-file type name
+  virtual bool uses_control() const = 0;      // then it is skipped at the terminal knot
+  virtual bool couples_previous_control() const { return false; }
+  bool active(int k, int N) const;  // stages, and no control term at N
+
+  virtual double value(const StagePoint& p) const = 0;
+  // Adds gradient and Gauss-Newton Hessian; returns the value.
+  virtual double accumulate(const StagePoint& p, const CostBlocks& out) const = 0;
+
+  // The tracking reference, for terms that have one (MPC updates it between solves).
+  virtual const Reference* reference() const { return nullptr; }
+  virtual void set_reference(Reference ref);  // throws std::invalid_argument on a dim mismatch
+
+ protected:
+  double scale(const StagePoint& p) const { return info_.scale_by_dt ? p.dt : 1.0; }
+  TermInfo info_;
+};
+
+class StateCost final : public CostTerm {
+ public:
+  StateCost(TermInfo info, int nx, std::vector<double> W, Reference ref);
+  std::string_view type() const override { return "state"; }
+  bool uses_control() const override { return false; }
+  double value(const StagePoint& p) const override;
+  double accumulate(const StagePoint& p, const CostBlocks& out) const override;
+  const Reference* reference() const override { return &ref_; }
+  void set_reference(Reference ref) override;
+
+ private:
+  int n_;
+  std::vector<double> W_;
+  Reference ref_;
+};
+
+class ControlCost final : public CostTerm {
+ public:
+  ControlCost(TermInfo info, int nu, std::vector<double> W, Reference ref);
+  std::string_view type() const override { return "control"; }
+  bool uses_control() const override { return true; }
+  double value(const StagePoint& p) const override;
+  double accumulate(const StagePoint& p, const CostBlocks& out) const override;
+  const Reference* reference() const override { return &ref_; }
+  void set_reference(Reference ref) override;
+
+ private:
+  int n_;
+  std::vector<double> W_;
+  Reference ref_;
+};
+
+class EndEffectorCost final : public CostTerm {
+ public:
+  // Throws std::invalid_argument when the model has no Kinematics or the frame is out of range.
+  EndEffectorCost(TermInfo info, std::shared_ptr<const Model> model, int frame, std::array<double, 3> offset,
+                  std::vector<double> W, Reference ref);
+  std::string_view type() const override { return "end_effector"; }
+  bool uses_control() const override { return false; }
+  double value(const StagePoint& p) const override;
+  double accumulate(const StagePoint& p, const CostBlocks& out) const override;
+  const Reference* reference() const override { return &ref_; }
+  void set_reference(Reference ref) override;
+
+ private:
+  std::shared_ptr<const Model> model_;
+  int frame_;
+  std::array<double, 3> offset_;
+  std::vector<double> W_;
+  Reference ref_;
+};
+
+class ControlRateCost final : public CostTerm {
+ public:
+  ControlRateCost(TermInfo info, int nu, std::vector<double> W);
+  std::string_view type() const override { return "control_rate"; }
+  bool uses_control() const override { return true; }
+  bool couples_previous_control() const override { return true; }
+  double value(const StagePoint& p) const override;  // 0 when p.u_prev is null
+  double accumulate(const StagePoint& p, const CostBlocks& out) const override;
+
+ private:
+  int n_;
+  std::vector<double> W_;
+};
+
+}  // namespace knot::problems

@@ -1,0 +1,74 @@
+// The host-side model interface: dynamics x' = f(x, u) with exact first derivatives.
+//
+// Concrete models are templates on the scalar, callable in device code (models/*.hpp); ModelAdapter
+// (model_adapter.hpp) wraps one in this interface and differentiates it with forward-mode duals
+// unless the model supplies analytic Jacobians. A Model is immutable after construction; per-call
+// scratch lives in the ModelData it creates (Pinocchio's model/data split), so evaluation never
+// allocates and one Model can serve several threads, each with its own data.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace knot::problems {
+
+class ModelData {
+ public:
+  virtual ~ModelData() = default;
+};
+
+// Bounds a model knows from its description (a URDF's joint limits); empty vectors when none.
+struct ModelLimits {
+  std::vector<double> x_lower, x_upper;  // nx each, +-inf where unbounded
+  std::vector<double> u_lower, u_upper;  // nu each
+};
+
+// Forward kinematics of named frames, for end-effector costs and constraints (manipulators).
+class Kinematics {
+ public:
+  virtual ~Kinematics() = default;
+  virtual int frame_count() const = 0;
+  virtual std::string frame_name(int frame) const = 0;
+  // Index of a frame (URDF link) by name; nullopt when unknown.
+  virtual std::optional<int> frame_index(std::string_view name) const = 0;
+  // World position p of the point `offset` (frame coordinates) on `frame` at state x; J (3 x nx,
+  // column-major) is dp/dx when not null.
+  virtual void frame_position(ModelData& data, const double* x, int frame, const std::array<double, 3>& offset,
+                              double* p, double* J) const = 0;
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+
+  virtual std::string_view type() const = 0;  // the registry name, e.g. "cartpole"
+  virtual int nx() const = 0;
+  virtual int nu() const = 0;
+  // Split x = [q; v] for semi-implicit Euler: the first nq() states are positions. 0 when the
+  // model has no such split (the integrator then refuses semi_implicit_euler).
+  virtual int nq() const { return 0; }
+  // True when dynamics() is already the discrete map x+ = f(x, u) (a discrete linear model); the
+  // integrator then applies it as is.
+  virtual bool discrete_time() const { return false; }
+  virtual std::vector<std::string> state_names() const;    // default x0, x1, ...
+  virtual std::vector<std::string> control_names() const;  // default u0, u1, ...
+
+  virtual std::unique_ptr<ModelData> make_data() const = 0;
+  // f = x' (continuous time) or x+ (discrete time).
+  virtual void dynamics(ModelData& data, const double* x, const double* u, double* f) const = 0;
+  // f and its Jacobians fx = df/dx (nx x nx) and fu = df/du (nx x nu), column-major.
+  virtual void dynamics_jacobian(ModelData& data, const double* x, const double* u, double* f, double* fx,
+                                 double* fu) const = 0;
+
+  // Optional capabilities.
+  virtual const Kinematics* kinematics() const { return nullptr; }
+  virtual ModelLimits limits() const { return {}; }
+  // Indices of the planar position (x, y) in the state, for obstacle constraints; nullopt if none.
+  virtual std::optional<std::array<int, 2>> planar_position() const { return std::nullopt; }
+};
+
+}  // namespace knot::problems
