@@ -7,6 +7,8 @@
 //   EndEffectorBox    lo <= p <= hi                      rows: one per finite bound
 //   StateEquality     x[idx] - target = 0                (usually at the terminal knot)
 // Box terms also expose their bounds (box()) so a solver may treat them as simple bounds.
+// Box rows: per bounded entry (axis) in order, first v - hi if hi is finite, then lo - v if lo is
+// finite; infinite bounds add no row. g <= 0 means satisfied (CircleObstacle: g > 0 inside).
 #pragma once
 
 #include <array>
@@ -41,6 +43,9 @@ class ConstraintTerm {
 
   virtual void evaluate(const StagePoint& p, double* g) const = 0;
   // g, gx = dg/dx (dim x nx) and gu = dg/du (dim x nu, may be null when !uses_control()), column-major.
+  // Any of g, gx, gu may be null to skip it. A term writes in full (zeros included) the blocks of the
+  // variables it depends on and never touches the others: state terms leave gu, and ControlBox
+  // (whose dg/dx is zero and which does not know nx) leaves gx, to the caller.
   virtual void jacobian(const StagePoint& p, double* g, double* gx, double* gu) const = 0;
   virtual const BoxBounds* box() const { return nullptr; }
 

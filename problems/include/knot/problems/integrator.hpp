@@ -40,7 +40,8 @@ class Integrator {
 
   IntegratorType type() const { return type_; }
   IntegratorStatus step(ModelData& data, const double* x, const double* u, double dt, double* x_next);
-  // x_next and A (nx x nx), B (nx x nu), column-major.
+  // x_next and A (nx x nx), B (nx x nu), column-major; B may be null, and A null forms x_next only.
+  // x_next may alias x. Unless the status is Ok, x_next, A and B are unspecified.
   IntegratorStatus step_jacobian(ModelData& data, const double* x, const double* u, double dt, double* x_next,
                                  double* A, double* B);
 
@@ -49,6 +50,7 @@ class Integrator {
   IntegratorType type_;
   IntegratorOptions options_;
   std::vector<double> work_;  // sized at construction
+  std::vector<int> piv_;      // LU pivots of the Newton matrix (implicit schemes)
 };
 
 }  // namespace knot::problems

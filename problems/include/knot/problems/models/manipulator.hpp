@@ -1,17 +1,59 @@
 // Serial manipulator from a URDF file (fixed base; revolute, prismatic and fixed joints).
 // State x = [q; qd] (nq = number of moving joints), control u = joint efforts.
 // Parameters: urdf (path), gravity (3-vector, m/s^2, default [0, 0, -9.81]), ee_frame (link name,
-// default the last link of the chain).
+// default the single leaf of the link tree).
+//
+//   q' = qd,   qd' = qdd = M(q)^-1 (u - c(q, qd))      (robot/dynamics.hpp; joint damping ignored)
+//   fx = [[0, I], [dqdd/dq, dqdd/dqd]],   fu = [[0], [M^-1]]   (analytic RNEA derivatives)
+// When M(q) cannot be factored (not finite), f and the Jacobians come back NaN, which the
+// integrator reports as a status.
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "knot/problems/model.hpp"
 #include "knot/problems/params.hpp"
+#include "knot/problems/robot/urdf.hpp"
 
 namespace knot::problems {
 
 // The registry's factory for type "manipulator"; throws ProblemError on a bad file or parameter.
 std::shared_ptr<const Model> make_manipulator(const ParamReader& params);
+
+// Frames are the URDF links that are modeled (robot::RobotModel::frames), by link name.
+class Manipulator final : public Model, public Kinematics {
+ public:
+  explicit Manipulator(robot::RobotModel robot);
+
+  const robot::RobotModel& robot() const { return robot_; }
+
+  std::string_view type() const override { return "manipulator"; }
+  int nx() const override { return 2 * robot_.data.n; }
+  int nu() const override { return robot_.data.n; }
+  int nq() const override { return robot_.data.n; }
+  std::vector<std::string> state_names() const override;    // q_<joint>..., qd_<joint>...
+  std::vector<std::string> control_names() const override;  // tau_<joint>...
+
+  std::unique_ptr<ModelData> make_data() const override;
+  void dynamics(ModelData& data, const double* x, const double* u, double* f) const override;
+  void dynamics_jacobian(ModelData& data, const double* x, const double* u, double* f, double* fx,
+                         double* fu) const override;
+
+  const Kinematics* kinematics() const override { return this; }
+  // q within the URDF position limits, |qd| within the velocity limits, |u| within the effort limits.
+  ModelLimits limits() const override;
+
+  int frame_count() const override { return static_cast<int>(robot_.frames.size()); }
+  std::string frame_name(int frame) const override;
+  std::optional<int> frame_index(std::string_view name) const override;
+  void frame_position(ModelData& data, const double* x, int frame, const std::array<double, 3>& offset, double* p,
+                      double* J) const override;
+
+ private:
+  robot::RobotModel robot_;
+};
 
 }  // namespace knot::problems

@@ -1,0 +1,454 @@
+// Rigid-body dynamics of a serial chain (RobotData): kinematics, point Jacobians, inverse dynamics,
+// mass matrix, forward dynamics and their exact first derivatives. Templates on the scalar, callable
+// on the host and in device code (KNOT_HD); all scratch lives in a caller-owned Workspace<T>, and
+// nothing allocates.
+//
+// Equations (n joints, chain order, j <= i means "j is i or an ancestor of i"):
+//   inverse dynamics   tau = M(q) qdd + c(q, qd)      (c holds Coriolis, centrifugal and gravity)
+//   forward dynamics   qdd = M(q)^-1 (tau - c(q, qd))
+//   derivatives        dqdd/dq = -M^-1 dtau/dq,  dqdd/dqd = -M^-1 dtau/dqd,  dqdd/dtau = M^-1
+//
+// Spatial vectors are 6-vectors [angular; linear], expressed in the world frame at the world origin
+// (motion: v = [omega; velocity of the body point at the origin]; force: [moment about the origin;
+// force]). x is the motion cross product, x* the force one. S_i is joint i's motion subspace,
+// [a; p x a] for a revolute joint with world axis a through p, [0; a] for a prismatic one.
+//
+// Recursive Newton-Euler (RNEA) with gravity as a base acceleration a_{-1} = [0; -g]:
+//   v_i = v_{i-1} + S_i qd_i,   a_i = a_{i-1} + S_i qdd_i + (v_i x S_i) qd_i
+//   f_i = I_i a_i + v_i x* I_i v_i,   F_i = sum_{m >= i} f_m,   tau_i = S_i' F_i
+// Mass matrix (composite rigid body): IC_i = sum_{m >= i} I_m, M_ij = S_i' IC_max(i,j) S_j.
+//
+// Derivatives, in the spirit of Carpentier and Mansard, "Analytical derivatives of rigid body
+// dynamics algorithms" (RSS 2018), as a world-frame recursion of our own derivation. Moving q_j
+// displaces bodies m >= j rigidly by the twist S_j; the parent's motion (v_p, a_p, p = j-1) does not
+// move, which leaves per joint
+//   u_j = S_j x v_p,   e_j = -S_j x a_p + u_j x v_p
+// and per body the (non-symmetric) 6 x 6 operator
+//   B_m y = I_m (v_m x y) - y x* (I_m v_m) - v_m x* (I_m y),   BC_i = sum_{m >= i} B_m.
+// Then for i >= j, dF_i/dq_j = S_j x* F_i + IC_i e_j + BC_i u_j and dF_i/dqd_j = -BC_i S_j - 2 IC_i u_j
+// (for i < j, F_i changes as F_j does), and dS_i/dq_j = S_j x S_i cancels against S_j x* F_i:
+//   dtau_i/dq_j  = (IC_i S_i)' e_j + (BC_i' S_i)' u_j           j <= i
+//                = S_i' (S_j x* F_j + IC_j e_j + BC_j u_j)        j >  i
+//   dtau_i/dqd_j = -(BC_i' S_i)' S_j - 2 (IC_i S_i)' u_j        j <= i
+//                = S_i' (-BC_j S_j - 2 IC_j u_j)                  j >  i
+// One forward and one backward sweep, O(n^2) for the matrices.
+//
+// Matrices are column-major with a leading dimension (so a caller can write straight into a block of
+// a larger Jacobian). Rotations are 3 x 3 column-major.
+#pragma once
+
+#include <cmath>
+
+#include "knot/linalg/config.hpp"
+#include "knot/linalg/dense/potrf.hpp"
+#include "knot/linalg/dense/trsv.hpp"
+#include "knot/linalg/group.hpp"
+#include "knot/problems/robot/robot_data.hpp"
+
+namespace knot::problems::robot {
+
+// Scratch for every routine below; one per thread. Reusable across calls and robots.
+template <class T>
+struct Workspace {
+  // Filled by forward_kinematics: world pose of each body and each joint's motion subspace.
+  T R[kMaxJoints][9];
+  T p[kMaxJoints][3];
+  T S[kMaxJoints][6];
+  // Sweeps.
+  T v[kMaxJoints][6], a[kMaxJoints][6];
+  T u[kMaxJoints][6], e[kMaxJoints][6];          // per-joint derivative terms (see top)
+  T alpha[kMaxJoints][6], beta[kMaxJoints][6];   // IC_i S_i, BC_i' S_i
+  T gamma[kMaxJoints][6], delta[kMaxJoints][6];  // dF_i/dq_i and dF_i/dqd_i
+  T I[36], IC[36], BC[36];                       // body, composite inertia, composite B (6 x 6)
+  T L[kMaxJoints * kMaxJoints];                  // M, then its Cholesky factor (n x n, ld n)
+  T c[kMaxJoints];                               // bias forces c(q, qd)
+  T dq[kMaxJoints * kMaxJoints], dqd[kMaxJoints * kMaxJoints];  // dtau/dq, dtau/dqd (ld n)
+};
+
+namespace detail {
+
+// Keeps an argument out of template deduction, so optional outputs may be passed as nullptr.
+template <class T>
+struct NoDeduce {
+  using type = T;
+};
+template <class T>
+using Opt = typename NoDeduce<T>::type*;
+
+template <class T>
+KNOT_HD void cross3(const T* a, const T* b, T* out) {
+  const T x = a[1] * b[2] - a[2] * b[1];
+  const T y = a[2] * b[0] - a[0] * b[2];
+  const T z = a[0] * b[1] - a[1] * b[0];
+  out[0] = x;
+  out[1] = y;
+  out[2] = z;
+}
+
+// out = v x m (motion), v = [w; vl]: [w x mw; w x ml + vl x mw].
+template <class T>
+KNOT_HD void crm(const T* v, const T* m, T* out) {
+  T t0[3], t1[3], t2[3];
+  cross3(v, m, t0);
+  cross3(v, m + 3, t1);
+  cross3(v + 3, m, t2);
+  for (int k = 0; k < 3; ++k) {
+    out[k] = t0[k];
+    out[3 + k] = t1[k] + t2[k];
+  }
+}
+
+// out = v x* f (force), f = [n; fl]: [w x n + vl x fl; w x fl].
+template <class T>
+KNOT_HD void crf(const T* v, const T* f, T* out) {
+  T t0[3], t1[3], t2[3];
+  cross3(v, f, t0);
+  cross3(v + 3, f + 3, t1);
+  cross3(v, f + 3, t2);
+  for (int k = 0; k < 3; ++k) {
+    out[k] = t0[k] + t1[k];
+    out[3 + k] = t2[k];
+  }
+}
+
+template <class T>
+KNOT_HD T dot6(const T* a, const T* b) {
+  T s = a[0] * b[0];
+  for (int k = 1; k < 6; ++k) s += a[k] * b[k];
+  return s;
+}
+
+// out = A x (A 6 x 6 column-major); out must not alias x.
+template <class T>
+KNOT_HD void mv6(const T* A, const T* x, T* out) {
+  for (int r = 0; r < 6; ++r) out[r] = T(0);
+  for (int c = 0; c < 6; ++c)
+    for (int r = 0; r < 6; ++r) out[r] += A[r + 6 * c] * x[c];
+}
+
+// out = A' x.
+template <class T>
+KNOT_HD void mtv6(const T* A, const T* x, T* out) {
+  for (int c = 0; c < 6; ++c) {
+    T s = T(0);
+    for (int r = 0; r < 6; ++r) s += A[r + 6 * c] * x[r];
+    out[c] = s;
+  }
+}
+
+// World spatial inertia of body i about the world origin: mass m, COM c, rotational inertia Ic
+// about the COM (all world):  [[Ic + m (c'c 1 - c c'), m [c]x], [-m [c]x, m 1]].
+template <class T>
+KNOT_HD void body_inertia(const RobotData& r, int i, const Workspace<T>& w, T* I6) {
+  const T* R = w.R[i];
+  const T m = T(r.mass[i]);
+  T c[3];
+  for (int k = 0; k < 3; ++k)
+    c[k] = w.p[i][k] + R[k] * T(r.com[i][0]) + R[k + 3] * T(r.com[i][1]) + R[k + 6] * T(r.com[i][2]);
+  const double* J = r.inertia[i];
+  const T Ib[9] = {T(J[0]), T(J[3]), T(J[4]), T(J[3]), T(J[1]), T(J[5]), T(J[4]), T(J[5]), T(J[2])};
+  // Ic = R Ib R'
+  T RI[9];
+  for (int col = 0; col < 3; ++col)
+    for (int row = 0; row < 3; ++row) {
+      T s = T(0);
+      for (int k = 0; k < 3; ++k) s += R[row + 3 * k] * Ib[k + 3 * col];
+      RI[row + 3 * col] = s;
+    }
+  const T cc = c[0] * c[0] + c[1] * c[1] + c[2] * c[2];
+  for (int col = 0; col < 3; ++col)
+    for (int row = 0; row < 3; ++row) {
+      T s = T(0);
+      for (int k = 0; k < 3; ++k) s += RI[row + 3 * k] * R[col + 3 * k];
+      s += m * ((row == col ? cc : T(0)) - c[row] * c[col]);
+      I6[row + 6 * col] = s;
+      I6[(row + 3) + 6 * (col + 3)] = row == col ? m : T(0);
+    }
+  // m [c]x in the upper right, its transpose in the lower left.
+  const T mc[3] = {m * c[0], m * c[1], m * c[2]};
+  const T cx[9] = {T(0), mc[2], -mc[1], -mc[2], T(0), mc[0], mc[1], -mc[0], T(0)};  // column-major
+  for (int col = 0; col < 3; ++col)
+    for (int row = 0; row < 3; ++row) {
+      I6[row + 6 * (col + 3)] = cx[row + 3 * col];
+      I6[(row + 3) + 6 * col] = cx[col + 3 * row];
+    }
+}
+
+// The sweeps shared by every routine; forward_kinematics must have run. qdd may be null (zero).
+// Writes tau (if non-null), M (if non-null) and, when kDerivatives, dtau/dq and dtau/dqd.
+template <bool kDerivatives, class T>
+KNOT_HD void rnea_sweeps(const RobotData& r, const T* qd, const T* qdd, T* tau, T* M, int ldm, T* dq, T* dqd,
+                         int ldd, Workspace<T>& w) {
+  const int n = r.n;
+  const T a0[6] = {T(0), T(0), T(0), -T(r.gravity[0]), -T(r.gravity[1]), -T(r.gravity[2])};
+  const T zero6[6] = {T(0), T(0), T(0), T(0), T(0), T(0)};
+  for (int i = 0; i < n; ++i) {
+    const T* vp = i == 0 ? zero6 : w.v[i - 1];
+    const T* ap = i == 0 ? a0 : w.a[i - 1];
+    const T* S = w.S[i];
+    const T qdd_i = qdd != nullptr ? qdd[i] : T(0);
+    for (int k = 0; k < 6; ++k) w.v[i][k] = vp[k] + S[k] * qd[i];
+    T vxS[6];
+    crm(w.v[i], S, vxS);
+    for (int k = 0; k < 6; ++k) w.a[i][k] = ap[k] + S[k] * qdd_i + vxS[k] * qd[i];
+    if constexpr (kDerivatives) {
+      crm(S, vp, w.u[i]);
+      T t0[6], t1[6];
+      crm(S, ap, t0);
+      crm(w.u[i], vp, t1);
+      for (int k = 0; k < 6; ++k) w.e[i][k] = t1[k] - t0[k];
+    }
+  }
+
+  T F[6] = {T(0), T(0), T(0), T(0), T(0), T(0)};
+  for (int k = 0; k < 36; ++k) {
+    w.IC[k] = T(0);
+    if constexpr (kDerivatives) w.BC[k] = T(0);
+  }
+  for (int i = n - 1; i >= 0; --i) {
+    body_inertia(r, i, w, w.I);
+    const T* S = w.S[i];
+    T h[6], Ia[6], vxh[6];
+    mv6(w.I, w.v[i], h);
+    mv6(w.I, w.a[i], Ia);
+    crf(w.v[i], h, vxh);
+    for (int k = 0; k < 6; ++k) F[k] += Ia[k] + vxh[k];
+    if (tau != nullptr) tau[i] = dot6(S, F);
+    for (int k = 0; k < 36; ++k) w.IC[k] += w.I[k];
+    mv6(w.IC, S, w.alpha[i]);
+    if constexpr (kDerivatives) {
+      // BC += B_i, one column B_i y_c per unit vector y_c.
+      for (int col = 0; col < 6; ++col) {
+        T y[6] = {T(0), T(0), T(0), T(0), T(0), T(0)};
+        y[col] = T(1);
+        T vy[6], Ivy[6], yh[6], Iy[6], vIy[6];
+        crm(w.v[i], y, vy);
+        mv6(w.I, vy, Ivy);
+        crf(y, h, yh);
+        mv6(w.I, y, Iy);
+        crf(w.v[i], Iy, vIy);
+        for (int k = 0; k < 6; ++k) w.BC[k + 6 * col] += Ivy[k] - yh[k] - vIy[k];
+      }
+      mtv6(w.BC, S, w.beta[i]);
+      T SF[6], ICe[6], BCu[6], BCS[6], ICu[6];
+      crf(S, F, SF);
+      mv6(w.IC, w.e[i], ICe);
+      mv6(w.BC, w.u[i], BCu);
+      mv6(w.BC, S, BCS);
+      mv6(w.IC, w.u[i], ICu);
+      for (int k = 0; k < 6; ++k) {
+        w.gamma[i][k] = SF[k] + ICe[k] + BCu[k];
+        w.delta[i][k] = -BCS[k] - T(2) * ICu[k];
+      }
+    }
+  }
+
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      if (M != nullptr) M[i + j * ldm] = j <= i ? dot6(w.alpha[i], w.S[j]) : dot6(w.alpha[j], w.S[i]);
+      if constexpr (kDerivatives) {
+        if (j <= i) {
+          dq[i + j * ldd] = dot6(w.alpha[i], w.e[j]) + dot6(w.beta[i], w.u[j]);
+          dqd[i + j * ldd] = -dot6(w.beta[i], w.S[j]) - T(2) * dot6(w.alpha[i], w.u[j]);
+        } else {
+          dq[i + j * ldd] = dot6(w.S[i], w.gamma[j]);
+          dqd[i + j * ldd] = dot6(w.S[i], w.delta[j]);
+        }
+      }
+    }
+}
+
+// Factors M, held in w.L, in place; 0 on success, else the failing pivot + 1.
+template <class T>
+KNOT_HD int factor_mass(int n, Workspace<T>& w) {
+  linalg::SerialGroup g;
+  return linalg::potrf(g, n, w.L, n);
+}
+
+// x <- M^-1 x with the factor in w.L.
+template <class T>
+KNOT_HD void solve_mass(int n, Workspace<T>& w, T* x) {
+  linalg::SerialGroup g;
+  linalg::trsv<linalg::Uplo::Lower, linalg::Trans::No>(g, n, w.L, n, x);
+  linalg::trsv<linalg::Uplo::Lower, linalg::Trans::Yes>(g, n, w.L, n, x);
+}
+
+}  // namespace detail
+
+// World pose of every body (w.R, w.p) and every joint's motion subspace (w.S) at q.
+template <class T>
+KNOT_HD void forward_kinematics(const RobotData& r, const T* q, Workspace<T>& w) {
+  using std::cos;
+  using std::sin;
+  for (int i = 0; i < r.n; ++i) {
+    // Joint frame in the world: (Rj, pj) = parent pose * (joint_R, joint_p).
+    T Rj[9], pj[3];
+    for (int col = 0; col < 3; ++col)
+      for (int row = 0; row < 3; ++row) {
+        T s = T(0);
+        for (int k = 0; k < 3; ++k) {
+          const T Rp = i == 0 ? T(row == k ? 1 : 0) : w.R[i - 1][row + 3 * k];
+          s += Rp * T(r.joint_R[i][k + 3 * col]);
+        }
+        Rj[row + 3 * col] = s;
+      }
+    for (int row = 0; row < 3; ++row) {
+      T s = i == 0 ? T(0) : w.p[i - 1][row];
+      for (int k = 0; k < 3; ++k) {
+        const T Rp = i == 0 ? T(row == k ? 1 : 0) : w.R[i - 1][row + 3 * k];
+        s += Rp * T(r.joint_p[i][k]);
+      }
+      pj[row] = s;
+    }
+    const T ax[3] = {T(r.axis[i][0]), T(r.axis[i][1]), T(r.axis[i][2])};
+    T aw[3];  // world axis
+    for (int row = 0; row < 3; ++row) aw[row] = Rj[row] * ax[0] + Rj[row + 3] * ax[1] + Rj[row + 6] * ax[2];
+    T* S = w.S[i];
+    if (r.type[i] == JointType::Revolute) {
+      // Rodrigues: Rot(a, q) = 1 + sin q [a]x + (1 - cos q) [a]x^2, applied on the right.
+      const T s = sin(q[i]), c1 = T(1) - cos(q[i]);
+      const T K[9] = {T(0), ax[2], -ax[1], -ax[2], T(0), ax[0], ax[1], -ax[0], T(0)};
+      T Rot[9];
+      for (int col = 0; col < 3; ++col)
+        for (int row = 0; row < 3; ++row) {
+          T k2 = T(0);
+          for (int k = 0; k < 3; ++k) k2 += K[row + 3 * k] * K[k + 3 * col];
+          Rot[row + 3 * col] = T(row == col ? 1 : 0) + s * K[row + 3 * col] + c1 * k2;
+        }
+      for (int col = 0; col < 3; ++col)
+        for (int row = 0; row < 3; ++row) {
+          T t = T(0);
+          for (int k = 0; k < 3; ++k) t += Rj[row + 3 * k] * Rot[k + 3 * col];
+          w.R[i][row + 3 * col] = t;
+        }
+      for (int k = 0; k < 3; ++k) w.p[i][k] = pj[k];
+      for (int k = 0; k < 3; ++k) S[k] = aw[k];
+      detail::cross3(pj, aw, S + 3);
+    } else {
+      for (int k = 0; k < 9; ++k) w.R[i][k] = Rj[k];
+      for (int k = 0; k < 3; ++k) w.p[i][k] = pj[k] + aw[k] * q[i];
+      for (int k = 0; k < 3; ++k) {
+        S[k] = T(0);
+        S[3 + k] = aw[k];
+      }
+    }
+  }
+}
+
+// World position of the point `offset` (body-frame coordinates) on body `body` (-1: the base, whose
+// frame is the world). After forward_kinematics.
+template <class T>
+KNOT_HD void point_position(const Workspace<T>& w, int body, const T* offset, T* out) {
+  if (body < 0) {
+    for (int k = 0; k < 3; ++k) out[k] = offset[k];
+    return;
+  }
+  const T* R = w.R[body];
+  for (int k = 0; k < 3; ++k) out[k] = w.p[body][k] + R[k] * offset[0] + R[k + 3] * offset[1] + R[k + 6] * offset[2];
+}
+
+// Positional Jacobian d(point)/dq (3 x n, column-major, ld ldj) of the world point x fixed on body
+// `body`: column j is omega_j x x + v_j for j <= body (S_j = [omega_j; v_j]), zero otherwise.
+// After forward_kinematics.
+template <class T>
+KNOT_HD void point_jacobian(const RobotData& r, const Workspace<T>& w, int body, const T* x, T* J, int ldj) {
+  for (int j = 0; j < r.n; ++j) {
+    T* col = J + j * ldj;
+    if (j > body) {
+      col[0] = col[1] = col[2] = T(0);
+      continue;
+    }
+    detail::cross3(w.S[j], x, col);
+    for (int k = 0; k < 3; ++k) col[k] += w.S[j][3 + k];
+  }
+}
+
+// tau = M(q) qdd + c(q, qd) (n); qdd may be null for zero (tau = c then).
+template <class T>
+KNOT_HD void rnea(const RobotData& r, const T* q, const T* qd, detail::Opt<const T> qdd, T* tau, Workspace<T>& w) {
+  forward_kinematics(r, q, w);
+  detail::rnea_sweeps<false>(r, qd, qdd, tau, static_cast<T*>(nullptr), 0, static_cast<T*>(nullptr),
+                             static_cast<T*>(nullptr), 0, w);
+}
+
+// M(q) (n x n, column-major, ld ldm; both triangles written).
+template <class T>
+KNOT_HD void mass_matrix(const RobotData& r, const T* q, T* M, int ldm, Workspace<T>& w) {
+  forward_kinematics(r, q, w);
+  T zero[kMaxJoints];
+  for (int i = 0; i < r.n; ++i) zero[i] = T(0);
+  detail::rnea_sweeps<false>(r, zero, static_cast<const T*>(nullptr), static_cast<T*>(nullptr), M, ldm,
+                             static_cast<T*>(nullptr), static_cast<T*>(nullptr), 0, w);
+}
+
+// tau at (q, qd, qdd) together with dtau/dq and dtau/dqd (n x n each, column-major, ld ldd).
+// tau may be null. (dtau/dqdd is M.)
+template <class T>
+KNOT_HD void rnea_derivatives(const RobotData& r, const T* q, const T* qd, const T* qdd, detail::Opt<T> tau,
+                              T* dtau_dq, T* dtau_dqd, int ldd, Workspace<T>& w) {
+  forward_kinematics(r, q, w);
+  detail::rnea_sweeps<true>(r, qd, qdd, tau, static_cast<T*>(nullptr), 0, dtau_dq, dtau_dqd, ldd, w);
+}
+
+// qdd = M(q)^-1 (tau - c(q, qd)). Returns 0, or j + 1 when the Cholesky factorization of M fails at
+// column j (M singular or not finite); qdd is then all NaN. Leaves M's factor in w.L and c in w.c.
+template <class T>
+KNOT_HD int forward_dynamics(const RobotData& r, const T* q, const T* qd, const T* tau, T* qdd, Workspace<T>& w) {
+  const int n = r.n;
+  forward_kinematics(r, q, w);
+  detail::rnea_sweeps<false>(r, qd, static_cast<const T*>(nullptr), w.c, w.L, n, static_cast<T*>(nullptr),
+                             static_cast<T*>(nullptr), 0, w);
+  const int fail = detail::factor_mass(n, w);
+  if (fail != 0) {
+    for (int i = 0; i < n; ++i) qdd[i] = T(NAN);
+    return fail;
+  }
+  for (int i = 0; i < n; ++i) qdd[i] = tau[i] - w.c[i];
+  detail::solve_mass(n, w, qdd);
+  return 0;
+}
+
+// Forward dynamics and its derivatives: qdd, dqdd/dq = -M^-1 dtau/dq, dqdd/dqd = -M^-1 dtau/dqd and
+// dqdd/dtau = M^-1 (n x n each, column-major, ld ldd; dtau/dq and dtau/dqd taken at the computed
+// qdd). Any matrix pointer may be null. Returns forward_dynamics' status; on failure every output
+// is NaN.
+template <class T>
+KNOT_HD int forward_dynamics_derivatives(const RobotData& r, const T* q, const T* qd, const T* tau, T* qdd,
+                                         detail::Opt<T> dqdd_dq, detail::Opt<T> dqdd_dqd, detail::Opt<T> dqdd_dtau,
+                                         int ldd, Workspace<T>& w) {
+  const int n = r.n;
+  const int fail = forward_dynamics(r, q, qd, tau, qdd, w);
+  if (fail != 0) {
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < n; ++i) {
+        if (dqdd_dq != nullptr) dqdd_dq[i + j * ldd] = T(NAN);
+        if (dqdd_dqd != nullptr) dqdd_dqd[i + j * ldd] = T(NAN);
+        if (dqdd_dtau != nullptr) dqdd_dtau[i + j * ldd] = T(NAN);
+      }
+    return fail;
+  }
+  if (dqdd_dq != nullptr || dqdd_dqd != nullptr) {
+    // These sweeps write no mass matrix, so the factor in w.L survives them.
+    detail::rnea_sweeps<true>(r, qd, qdd, static_cast<T*>(nullptr), static_cast<T*>(nullptr), 0, w.dq, w.dqd, n,
+                              w);
+    for (int j = 0; j < n; ++j) {
+      detail::solve_mass(n, w, w.dq + j * n);
+      detail::solve_mass(n, w, w.dqd + j * n);
+      for (int i = 0; i < n; ++i) {
+        if (dqdd_dq != nullptr) dqdd_dq[i + j * ldd] = -w.dq[i + j * n];
+        if (dqdd_dqd != nullptr) dqdd_dqd[i + j * ldd] = -w.dqd[i + j * n];
+      }
+    }
+  }
+  if (dqdd_dtau != nullptr) {
+    for (int j = 0; j < n; ++j) {
+      T col[kMaxJoints];
+      for (int i = 0; i < n; ++i) col[i] = T(i == j ? 1 : 0);
+      detail::solve_mass(n, w, col);
+      for (int i = 0; i < n; ++i) dqdd_dtau[i + j * ldd] = col[i];
+    }
+  }
+  return 0;
+}
+
+}  // namespace knot::problems::robot

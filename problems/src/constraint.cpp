@@ -1,0 +1,314 @@
+#include "knot/problems/constraint.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace knot::problems {
+namespace {
+
+[[noreturn]] void fail(const TermInfo& info, std::string_view type, const std::string& what) {
+  throw std::invalid_argument("constraint '" + info.name + "' (" + std::string(type) + "): " + what);
+}
+
+std::string show(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return std::to_string(v);
+}
+
+// Bounds of `count` entries: lower[i] <= upper[i], no NaN, no +inf lower or -inf upper.
+void check_bounds(const TermInfo& info, std::string_view type, std::size_t count, const double* lower,
+                  const double* upper) {
+  for (std::size_t i = 0; i < count; ++i) {
+    const double lo = lower[i], hi = upper[i];
+    if (std::isnan(lo) || std::isnan(hi) || lo == INFINITY || hi == -INFINITY || lo > hi)
+      fail(info, type,
+           "bounds of entry " + std::to_string(i) + ": expected lower <= upper (each finite or the matching infinity), "
+           "found [" + show(lo) + ", " + show(hi) + "]");
+  }
+}
+
+// Entries must lie in [0, n) and appear once.
+void check_index(const TermInfo& info, std::string_view type, int n, const std::vector<int>& index) {
+  for (std::size_t i = 0; i < index.size(); ++i) {
+    if (index[i] < 0 || index[i] >= n)
+      fail(info, type,
+           "index: expected entries in [0, " + std::to_string(n) + "), found " + std::to_string(index[i]));
+    if (std::find(index.begin(), index.begin() + static_cast<std::ptrdiff_t>(i), index[i]) !=
+        index.begin() + static_cast<std::ptrdiff_t>(i))
+      fail(info, type, "index: expected distinct entries, found " + std::to_string(index[i]) + " twice");
+  }
+}
+
+int finite_bounds(const BoxBounds& b) {
+  int rows = 0;
+  for (std::size_t i = 0; i < b.index.size(); ++i) rows += std::isfinite(b.upper[i]) + std::isfinite(b.lower[i]);
+  return rows;
+}
+
+// Box rows on v = x or u: per entry i, v[index[i]] - upper[i] if finite, then lower[i] - v[index[i]]
+// if finite. J (rows x cols, column-major), when not null, gets +-1 in column index[i].
+void box_rows(const BoxBounds& b, const double* v, double* g, double* J, int cols) {
+  const int rows = finite_bounds(b);
+  if (J != nullptr) std::fill(J, J + static_cast<std::size_t>(rows) * cols, 0.0);
+  int r = 0;
+  for (std::size_t i = 0; i < b.index.size(); ++i) {
+    const int c = b.index[i];
+    const double vi = v[c];
+    if (std::isfinite(b.upper[i])) {
+      if (g != nullptr) g[r] = vi - b.upper[i];
+      if (J != nullptr) J[r + static_cast<std::size_t>(c) * rows] = 1.0;
+      ++r;
+    }
+    if (std::isfinite(b.lower[i])) {
+      if (g != nullptr) g[r] = b.lower[i] - vi;
+      if (J != nullptr) J[r + static_cast<std::size_t>(c) * rows] = -1.0;
+      ++r;
+    }
+  }
+}
+
+const double* need(const double* v, const TermInfo& info, std::string_view type, const char* what) {
+  if (v == nullptr) fail(info, type, std::string("evaluated without ") + what);
+  return v;
+}
+
+void check_kinematics(const TermInfo& info, std::string_view type, const std::shared_ptr<const Model>& model,
+                      int frame, const std::array<double, 3>& offset) {
+  if (!model || model->kinematics() == nullptr)
+    fail(info, type, "expected a model with kinematics, found " +
+                         (model ? "model '" + std::string(model->type()) + "' without" : std::string("no model")));
+  const int frames = model->kinematics()->frame_count();
+  if (frame < 0 || frame >= frames)
+    fail(info, type, "frame: expected an index in [0, " + std::to_string(frames) + "), found " + std::to_string(frame));
+  for (double v : offset)
+    if (!std::isfinite(v)) fail(info, type, "offset: expected finite values, found " + show(v));
+}
+
+// Scratch for a 3 x nx kinematic Jacobian: on the stack up to kStackColumns states (every model
+// Knot ships), else a per-thread buffer that grows once; evaluation stays allocation-free after
+// the first call and terms stay shareable between threads.
+class Jacobian3 {
+ public:
+  explicit Jacobian3(int nx) {
+    if (nx <= kStackColumns) {
+      data_ = stack_.data();
+    } else {
+      thread_local std::vector<double> heap;
+      if (heap.size() < 3 * static_cast<std::size_t>(nx)) heap.resize(3 * static_cast<std::size_t>(nx));
+      data_ = heap.data();
+    }
+  }
+  Jacobian3(const Jacobian3&) = delete;
+  Jacobian3& operator=(const Jacobian3&) = delete;
+  double* data() { return data_; }
+
+ private:
+  static constexpr int kStackColumns = 64;
+  std::array<double, 3 * kStackColumns> stack_;
+  double* data_;
+};
+
+// World position of the term's point and, when J is not null, its Jacobian (3 x nx).
+void position(const Model& model, const StagePoint& p, const TermInfo& info, std::string_view type, int frame,
+              const std::array<double, 3>& offset, double* pos, double* J) {
+  if (p.data == nullptr) fail(info, type, "evaluated without model data");
+  model.kinematics()->frame_position(*p.data, need(p.x, info, type, "a state"), frame, offset, pos, J);
+}
+
+}  // namespace
+
+// ---- ControlBox ----
+
+ControlBox::ControlBox(TermInfo info, int nu, std::vector<double> lower, std::vector<double> upper)
+    : ConstraintTerm(std::move(info)), nu_(nu) {
+  if (nu_ <= 0) fail(info_, type(), "expected a positive control dimension, found " + std::to_string(nu_));
+  if (lower.size() != static_cast<std::size_t>(nu_) || upper.size() != static_cast<std::size_t>(nu_))
+    fail(info_, type(),
+         "lower and upper: expected " + std::to_string(nu_) + " values each, found " + std::to_string(lower.size()) +
+             " and " + std::to_string(upper.size()));
+  check_bounds(info_, type(), lower.size(), lower.data(), upper.data());
+  box_.on_control = true;
+  for (int i = 0; i < nu_; ++i) box_.index.push_back(i);
+  box_.lower = std::move(lower);
+  box_.upper = std::move(upper);
+}
+
+int ControlBox::dim() const { return finite_bounds(box_); }
+
+void ControlBox::evaluate(const StagePoint& p, double* g) const {
+  box_rows(box_, need(p.u, info_, type(), "a control"), g, nullptr, nu_);
+}
+
+void ControlBox::jacobian(const StagePoint& p, double* g, double*, double* gu) const {
+  box_rows(box_, need(p.u, info_, type(), "a control"), g, gu, nu_);
+}
+
+// ---- StateBox ----
+
+StateBox::StateBox(TermInfo info, int nx, std::vector<int> index, std::vector<double> lower,
+                   std::vector<double> upper)
+    : ConstraintTerm(std::move(info)), nx_(nx) {
+  if (nx_ <= 0) fail(info_, type(), "expected a positive state dimension, found " + std::to_string(nx_));
+  if (lower.size() != index.size() || upper.size() != index.size())
+    fail(info_, type(),
+         "lower and upper: expected " + std::to_string(index.size()) + " values each (one per index), found " +
+             std::to_string(lower.size()) + " and " + std::to_string(upper.size()));
+  check_index(info_, type(), nx_, index);
+  check_bounds(info_, type(), index.size(), lower.data(), upper.data());
+  box_.on_control = false;
+  box_.index = std::move(index);
+  box_.lower = std::move(lower);
+  box_.upper = std::move(upper);
+}
+
+int StateBox::dim() const { return finite_bounds(box_); }
+
+void StateBox::evaluate(const StagePoint& p, double* g) const {
+  box_rows(box_, need(p.x, info_, type(), "a state"), g, nullptr, nx_);
+}
+
+void StateBox::jacobian(const StagePoint& p, double* g, double* gx, double*) const {
+  box_rows(box_, need(p.x, info_, type(), "a state"), g, gx, nx_);
+}
+
+// ---- CircleObstacle ----
+
+CircleObstacle::CircleObstacle(TermInfo info, const Model& model, std::array<double, 2> center, double radius)
+    : ConstraintTerm(std::move(info)), nx_(model.nx()), ix_{}, center_(center), radius_(radius) {
+  const auto planar = model.planar_position();
+  if (!planar)
+    fail(info_, type(), "expected a model with a planar position, found model '" + std::string(model.type()) + "'");
+  ix_ = *planar;
+  for (int i : ix_)
+    if (i < 0 || i >= nx_)
+      fail(info_, type(), "planar position: expected state indices in [0, " + std::to_string(nx_) + "), found " +
+                              std::to_string(i));
+  if (!std::isfinite(center_[0]) || !std::isfinite(center_[1]))
+    fail(info_, type(), "center: expected finite values, found [" + show(center_[0]) + ", " + show(center_[1]) + "]");
+  if (!(radius_ > 0) || !std::isfinite(radius_))
+    fail(info_, type(), "radius: expected a finite value > 0, found " + show(radius_));
+}
+
+void CircleObstacle::evaluate(const StagePoint& p, double* g) const {
+  const double* x = need(p.x, info_, type(), "a state");
+  const double dx = x[ix_[0]] - center_[0], dy = x[ix_[1]] - center_[1];
+  g[0] = radius_ * radius_ - (dx * dx + dy * dy);
+}
+
+void CircleObstacle::jacobian(const StagePoint& p, double* g, double* gx, double*) const {
+  const double* x = need(p.x, info_, type(), "a state");
+  const double dx = x[ix_[0]] - center_[0], dy = x[ix_[1]] - center_[1];
+  if (g != nullptr) g[0] = radius_ * radius_ - (dx * dx + dy * dy);
+  if (gx != nullptr) {
+    std::fill(gx, gx + nx_, 0.0);
+    gx[ix_[0]] = -2.0 * dx;
+    gx[ix_[1]] = -2.0 * dy;
+  }
+}
+
+// ---- EndEffectorHeight ----
+
+EndEffectorHeight::EndEffectorHeight(TermInfo info, std::shared_ptr<const Model> model, int frame,
+                                     std::array<double, 3> offset, double z_min)
+    : ConstraintTerm(std::move(info)), model_(std::move(model)), frame_(frame), offset_(offset), z_min_(z_min) {
+  check_kinematics(info_, type(), model_, frame_, offset_);
+  if (!std::isfinite(z_min_)) fail(info_, type(), "z_min: expected a finite value, found " + show(z_min_));
+}
+
+void EndEffectorHeight::evaluate(const StagePoint& p, double* g) const {
+  double pos[3];
+  position(*model_, p, info_, type(), frame_, offset_, pos, nullptr);
+  g[0] = z_min_ - pos[2];
+}
+
+void EndEffectorHeight::jacobian(const StagePoint& p, double* g, double* gx, double*) const {
+  const int nx = model_->nx();
+  Jacobian3 scratch(nx);
+  double* J = scratch.data();
+  double pos[3];
+  position(*model_, p, info_, type(), frame_, offset_, pos, J);
+  if (g != nullptr) g[0] = z_min_ - pos[2];
+  if (gx != nullptr)
+    for (int j = 0; j < nx; ++j) gx[j] = -J[2 + 3 * static_cast<std::size_t>(j)];
+}
+
+// ---- EndEffectorBox ----
+
+EndEffectorBox::EndEffectorBox(TermInfo info, std::shared_ptr<const Model> model, int frame,
+                               std::array<double, 3> offset, std::array<double, 3> lower, std::array<double, 3> upper)
+    : ConstraintTerm(std::move(info)),
+      model_(std::move(model)),
+      frame_(frame),
+      offset_(offset),
+      lower_(lower),
+      upper_(upper) {
+  check_kinematics(info_, type(), model_, frame_, offset_);
+  check_bounds(info_, type(), 3, lower_.data(), upper_.data());
+  for (int a = 0; a < 3; ++a) {
+    if (std::isfinite(upper_[a])) rows_.push_back(a + 1);
+    if (std::isfinite(lower_[a])) rows_.push_back(-(a + 1));
+  }
+}
+
+int EndEffectorBox::dim() const { return static_cast<int>(rows_.size()); }
+
+void EndEffectorBox::evaluate(const StagePoint& p, double* g) const {
+  double pos[3];
+  position(*model_, p, info_, type(), frame_, offset_, pos, nullptr);
+  for (std::size_t r = 0; r < rows_.size(); ++r) {
+    const int a = std::abs(rows_[r]) - 1;
+    g[r] = rows_[r] > 0 ? pos[a] - upper_[a] : lower_[a] - pos[a];
+  }
+}
+
+void EndEffectorBox::jacobian(const StagePoint& p, double* g, double* gx, double*) const {
+  const int nx = model_->nx();
+  Jacobian3 scratch(nx);
+  double* J = scratch.data();
+  double pos[3];
+  position(*model_, p, info_, type(), frame_, offset_, pos, J);
+  const std::size_t rows = rows_.size();
+  for (std::size_t r = 0; r < rows; ++r) {
+    const int a = std::abs(rows_[r]) - 1;
+    const double sign = rows_[r] > 0 ? 1.0 : -1.0;
+    if (g != nullptr) g[r] = rows_[r] > 0 ? pos[a] - upper_[a] : lower_[a] - pos[a];
+    if (gx != nullptr)
+      for (int j = 0; j < nx; ++j) gx[r + j * rows] = sign * J[a + 3 * static_cast<std::size_t>(j)];
+  }
+}
+
+// ---- StateEquality ----
+
+StateEquality::StateEquality(TermInfo info, int nx, std::vector<int> index, std::vector<double> target)
+    : ConstraintTerm(std::move(info)), nx_(nx) {
+  if (nx_ <= 0) fail(info_, type(), "expected a positive state dimension, found " + std::to_string(nx_));
+  if (target.size() != index.size())
+    fail(info_, type(),
+         "target: expected " + std::to_string(index.size()) + " values (one per index), found " +
+             std::to_string(target.size()));
+  check_index(info_, type(), nx_, index);
+  for (double v : target)
+    if (!std::isfinite(v)) fail(info_, type(), "target: expected finite values, found " + show(v));
+  index_ = std::move(index);
+  target_ = std::move(target);
+}
+
+void StateEquality::evaluate(const StagePoint& p, double* g) const {
+  const double* x = need(p.x, info_, type(), "a state");
+  for (std::size_t r = 0; r < index_.size(); ++r) g[r] = x[index_[r]] - target_[r];
+}
+
+void StateEquality::jacobian(const StagePoint& p, double* g, double* gx, double*) const {
+  const double* x = need(p.x, info_, type(), "a state");
+  const std::size_t rows = index_.size();
+  if (gx != nullptr) std::fill(gx, gx + rows * nx_, 0.0);
+  for (std::size_t r = 0; r < rows; ++r) {
+    if (g != nullptr) g[r] = x[index_[r]] - target_[r];
+    if (gx != nullptr) gx[r + static_cast<std::size_t>(index_[r]) * rows] = 1.0;
+  }
+}
+
+}  // namespace knot::problems

@@ -1,0 +1,224 @@
+#include "knot/problems/registry.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "knot/problems/error.hpp"
+#include "knot/problems/model_adapter.hpp"
+#include "knot/problems/models/acrobot.hpp"
+#include "knot/problems/models/car.hpp"
+#include "knot/problems/models/cartpole.hpp"
+#include "knot/problems/models/chain_of_masses.hpp"
+#include "knot/problems/models/double_integrator.hpp"
+#include "knot/problems/models/linear.hpp"
+#include "knot/problems/models/manipulator.hpp"
+#include "knot/problems/models/pendulum.hpp"
+#include "knot/problems/models/quadrotor.hpp"
+#include "knot/problems/models/unicycle.hpp"
+
+namespace knot::problems {
+namespace {
+
+using models::Acrobot;
+using models::Car;
+using models::Cartpole;
+using models::ChainOfMasses;
+using models::DoubleIntegrator;
+using models::Linear;
+using models::Pendulum;
+using models::Quadrotor;
+using models::Unicycle;
+
+std::string show(double v) {
+  std::ostringstream s;
+  s.precision(12);
+  s << v;
+  return s.str();
+}
+
+// A physical constant that must be strictly positive (a mass, a length, an inertia).
+double positive(const ParamReader& p, std::string_view key, double fallback) {
+  const double v = p.number(key, fallback);
+  if (!(v > 0)) p.fail(key, "a number > 0", show(v));
+  return v;
+}
+
+double nonnegative(const ParamReader& p, std::string_view key, double fallback) { return p.number(key, fallback, 0.0); }
+
+template <class M>
+std::shared_ptr<const Model> adapt(M model, std::shared_ptr<const void> storage = nullptr) {
+  return std::make_shared<ModelAdapter<M>>(std::move(model), std::move(storage));
+}
+
+std::shared_ptr<const Model> make_double_integrator(const ParamReader& p) {
+  DoubleIntegrator m;
+  m.params.dim = p.integer("dim", m.params.dim, 1, 1 << 16);
+  return adapt(m);
+}
+
+std::shared_ptr<const Model> make_pendulum(const ParamReader& p) {
+  Pendulum m;
+  auto& q = m.params;
+  q.mass = positive(p, "mass", q.mass);
+  q.length = positive(p, "length", q.length);
+  q.gravity = nonnegative(p, "gravity", q.gravity);
+  q.damping = nonnegative(p, "damping", q.damping);
+  return adapt(m);
+}
+
+std::shared_ptr<const Model> make_cartpole(const ParamReader& p) {
+  Cartpole m;
+  auto& q = m.params;
+  q.cart_mass = positive(p, "cart_mass", q.cart_mass);
+  q.pole_mass = positive(p, "pole_mass", q.pole_mass);
+  q.length = positive(p, "length", q.length);
+  q.gravity = nonnegative(p, "gravity", q.gravity);
+  return adapt(m);
+}
+
+std::shared_ptr<const Model> make_acrobot(const ParamReader& p) {
+  Acrobot m;
+  auto& q = m.params;
+  q.m1 = positive(p, "m1", q.m1);
+  q.m2 = positive(p, "m2", q.m2);
+  q.l1 = positive(p, "l1", q.l1);
+  q.l2 = positive(p, "l2", q.l2);
+  q.lc1 = nonnegative(p, "lc1", q.lc1);
+  q.lc2 = nonnegative(p, "lc2", q.lc2);
+  q.Ic1 = nonnegative(p, "Ic1", q.Ic1);
+  q.Ic2 = positive(p, "Ic2", q.Ic2);  // with lc2 = 0 the elbow's inertia would vanish
+  q.b1 = nonnegative(p, "b1", q.b1);
+  q.b2 = nonnegative(p, "b2", q.b2);
+  q.gravity = nonnegative(p, "gravity", q.gravity);
+  return adapt(m);
+}
+
+std::shared_ptr<const Model> make_quadrotor(const ParamReader& p) {
+  Quadrotor m;
+  auto& q = m.params;
+  q.mass = positive(p, "mass", q.mass);
+  q.arm_length = positive(p, "arm_length", q.arm_length);
+  const std::vector<double> inertia = p.vector("inertia", {q.inertia[0], q.inertia[1], q.inertia[2]}, 3);
+  for (int i = 0; i < 3; ++i) {
+    if (!(inertia[i] > 0))
+      p.fail("inertia", "3 numbers > 0 (Ixx, Iyy, Izz)",
+             show(inertia[i]).append(" at index ").append(std::to_string(i)));
+    q.inertia[i] = inertia[i];
+  }
+  q.kM = p.number("kM", q.kM);
+  q.gravity = nonnegative(p, "gravity", q.gravity);
+  return adapt(m);
+}
+
+std::shared_ptr<const Model> make_unicycle(const ParamReader&) { return adapt(Unicycle{}); }
+
+std::shared_ptr<const Model> make_car(const ParamReader& p) {
+  Car m;
+  m.params.wheelbase = positive(p, "wheelbase", m.params.wheelbase);
+  return adapt(m);
+}
+
+std::shared_ptr<const Model> make_chain_of_masses(const ParamReader& p) {
+  ChainOfMasses m;
+  auto& q = m.params;
+  q.masses = p.integer("masses", q.masses, 3, 10000);
+  q.mass = positive(p, "mass", q.mass);
+  q.stiffness = positive(p, "stiffness", q.stiffness);
+  q.rest_length = nonnegative(p, "rest_length", q.rest_length);
+  q.gravity = nonnegative(p, "gravity", q.gravity);
+  return adapt(m);
+}
+
+std::shared_ptr<const Model> make_linear(const ParamReader& p) {
+  constexpr int kMaxDim = 100000;
+  for (const char* key : {"nx", "nu"})
+    if (!p.has(key)) p.fail(key, "an integer >= 1 (linear needs nx and nu)", "nothing");
+  struct Storage {
+    std::vector<double> A, B, c;
+  };
+  auto s = std::make_shared<Storage>();
+  Linear m;
+  auto& q = m.params;
+  q.nx = p.integer("nx", 0, 1, kMaxDim);
+  q.nu = p.integer("nu", 0, 1, kMaxDim);
+  s->A = p.matrix("A", q.nx, q.nx);
+  s->B = p.matrix("B", q.nx, q.nu);
+  s->c = p.vector("c", std::vector<double>(q.nx, 0.0), q.nx);
+  q.discrete = p.boolean("discrete", false);
+  q.A = s->A.data();
+  q.B = s->B.data();
+  q.c = s->c.data();
+  return adapt(m, s);
+}
+
+struct Entry {
+  const char* type;
+  const char* description;
+  std::shared_ptr<const Model> (*make)(const ParamReader&);
+};
+
+const Entry kEntries[] = {
+    {"double_integrator", "x = [p; v] (dim each), u = a (dim); params dim", make_double_integrator},
+    {"pendulum", "x = [theta (0 down), omega], u = [tau]; params mass, length, gravity, damping", make_pendulum},
+    {"cartpole", "x = [p, theta (0 up), v, omega], u = [F]; acados pendulum on cart", make_cartpole},
+    {"acrobot", "x = [theta1, theta2, theta1dot, theta2dot], u = [elbow tau]; Drake/Spong parameters", make_acrobot},
+    {"quadrotor", "x = [pos, roll/pitch/yaw, vel, body rates] (12), u = 4 rotor thrusts; Drake parameters",
+     make_quadrotor},
+    {"unicycle", "x = [px, py, theta], u = [v, omega]", make_unicycle},
+    {"car", "kinematic bicycle: x = [px, py, theta, v], u = [a, delta]; params wheelbase", make_car},
+    {"chain_of_masses", "acados chain-mass benchmark: masses M, last mass velocity-controlled, u (3)",
+     make_chain_of_masses},
+    {"linear", "f = A x + B u + c, continuous or discrete; params nx, nu, A, B, c, discrete", make_linear},
+    {"manipulator", "serial arm from a URDF: x = [q; qd], u = joint efforts; params urdf, gravity, ee_frame",
+     make_manipulator},
+};
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::vector<ModelInfo> model_types() {
+  std::vector<ModelInfo> out;
+  for (const Entry& e : kEntries) out.push_back({e.type, e.description});
+  return out;
+}
+
+std::shared_ptr<const Model> make_model(std::string_view type, const ParamReader& params, const std::string& key_path) {
+  for (const Entry& e : kEntries)
+    if (type == e.type) return e.make(params);
+
+  std::string known;
+  const Entry* closest = nullptr;
+  std::size_t best = std::string_view::npos;
+  for (const Entry& e : kEntries) {
+    known.append(known.empty() ? "" : ", ").append(e.type);
+    const std::size_t d = edit_distance(type, e.type);
+    if (d < best) {
+      best = d;
+      closest = &e;
+    }
+  }
+  // Appended piecewise: GCC 12 warns (-Wrestrict, a false positive) on "literal" + std::string.
+  std::string expected = "a model type (one of: ";
+  expected.append(known).append(")");
+  std::string found = "'";
+  found.append(type).append("'");
+  std::string hint = "did you mean '";
+  hint.append(closest->type).append("'?");
+  throw ProblemError(SourceLocation{}, key_path, std::move(expected), std::move(found), std::move(hint));
+}
+
+}  // namespace knot::problems

@@ -1,0 +1,228 @@
+// The model registry: the list of types, construction with defaults (equal to the template models'
+// own defaults), parameters reaching the model, bad parameters named in errors, and unknown types
+// answered with the list and the closest name.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <string>
+
+#include "knot/problems/error.hpp"
+#include "knot/problems/model_adapter.hpp"
+#include "knot/problems/models/acrobot.hpp"
+#include "knot/problems/models/car.hpp"
+#include "knot/problems/models/cartpole.hpp"
+#include "knot/problems/models/chain_of_masses.hpp"
+#include "knot/problems/models/double_integrator.hpp"
+#include "knot/problems/models/pendulum.hpp"
+#include "knot/problems/models/quadrotor.hpp"
+#include "knot/problems/models/unicycle.hpp"
+#include "knot/problems/registry.hpp"
+#include "test_util.hpp"
+
+namespace knot::problems {
+namespace {
+
+using test::Rng;
+using test::Vec;
+
+const std::vector<std::string> kTypes = {"double_integrator", "pendulum", "cartpole",        "acrobot", "quadrotor",
+                                         "unicycle",          "car",      "chain_of_masses", "linear",  "manipulator"};
+// The types that need no parameters (linear needs its matrices, manipulator its URDF).
+const std::vector<std::string> kDefaultable = {"double_integrator", "pendulum", "cartpole", "acrobot",
+                                               "quadrotor",         "unicycle", "car",      "chain_of_masses"};
+
+Vec eval(const Model& m, const Vec& x, const Vec& u) {
+  auto data = m.make_data();
+  Vec f = Vec::Constant(m.nx(), test::kNaN);
+  m.dynamics(*data, x.data(), u.data(), f.data());
+  return f;
+}
+
+// Requires make_model(type, params) to throw a ProblemError for `key`; returns it.
+ProblemError error_of(const std::string& type, const ParamMap& params, const std::string& key) {
+  try {
+    make_model(type, params);
+  } catch (const ProblemError& e) {
+    EXPECT_EQ(e.key_path(), key) << type << ": " << e.what();
+    return e;
+  }
+  ADD_FAILURE() << type << ": no ProblemError for " << key;
+  return ProblemError({}, "", "", "");
+}
+
+TEST(Registry, ListsEveryTypeOnceWithADescription) {
+  std::vector<std::string> listed;
+  for (const ModelInfo& info : model_types()) {
+    listed.push_back(info.type);
+    EXPECT_FALSE(info.description.empty()) << info.type;
+  }
+  EXPECT_EQ(listed, kTypes);
+  EXPECT_EQ(std::set<std::string>(listed.begin(), listed.end()).size(), listed.size());
+}
+
+TEST(Registry, DefaultsEqualTheModelsOwnDefaults) {
+  // The factory with no parameters builds exactly the default-constructed template model.
+  std::map<std::string, std::shared_ptr<const Model>> reference = {
+      {"double_integrator", std::make_shared<ModelAdapter<models::DoubleIntegrator>>(models::DoubleIntegrator{})},
+      {"pendulum", std::make_shared<ModelAdapter<models::Pendulum>>(models::Pendulum{})},
+      {"cartpole", std::make_shared<ModelAdapter<models::Cartpole>>(models::Cartpole{})},
+      {"acrobot", std::make_shared<ModelAdapter<models::Acrobot>>(models::Acrobot{})},
+      {"quadrotor", std::make_shared<ModelAdapter<models::Quadrotor>>(models::Quadrotor{})},
+      {"unicycle", std::make_shared<ModelAdapter<models::Unicycle>>(models::Unicycle{})},
+      {"car", std::make_shared<ModelAdapter<models::Car>>(models::Car{})},
+      {"chain_of_masses", std::make_shared<ModelAdapter<models::ChainOfMasses>>(models::ChainOfMasses{})},
+  };
+  Rng rng(31);
+  for (const std::string& type : kDefaultable) {
+    SCOPED_TRACE(type);
+    const auto m = make_model(type, ParamMap("model.params"));
+    ASSERT_NE(m, nullptr);
+    const Model& ref = *reference.at(type);
+    EXPECT_EQ(m->type(), type);
+    EXPECT_EQ(m->nx(), ref.nx());
+    EXPECT_EQ(m->nu(), ref.nu());
+    EXPECT_EQ(m->nq(), ref.nq());
+    const Vec x = rng.vector(m->nx()), u = rng.vector(m->nu());
+    EXPECT_EQ(eval(*m, x, u), eval(ref, x, u));
+  }
+  // The defaults documented in the headers (spot checks of the values the factories fall back to).
+  EXPECT_EQ(models::Cartpole{}.params.pole_mass, 0.1);
+  EXPECT_EQ(models::Acrobot{}.params.Ic2, 0.33);
+  EXPECT_EQ(models::Quadrotor{}.params.mass, 0.775);
+  EXPECT_EQ(models::ChainOfMasses{}.params.rest_length, 0.033);
+  EXPECT_EQ(make_model("chain_of_masses", ParamMap())->nx(), 21);
+}
+
+TEST(Registry, ParametersReachTheModel) {
+  ParamMap di;
+  di.set("dim", 3.0);
+  EXPECT_EQ(make_model("double_integrator", di)->nx(), 6);
+  ParamMap chain;
+  chain.set("masses", 7.0);
+  EXPECT_EQ(make_model("chain_of_masses", chain)->nx(), 3 * 6 + 3 * 5);
+
+  // A heavier, longer pendulum: omega' = (tau - m g l sin(theta)) / (m l^2).
+  ParamMap pend;
+  pend.set("mass", 2.0).set("length", 0.5).set("gravity", 3.0).set("damping", 0.25);
+  const Vec x = (Vec(2) << 0.7, -1.1).finished(), u = (Vec(1) << 0.4).finished();
+  const double expected = (0.4 - 0.25 * -1.1 - 2.0 * 3.0 * 0.5 * std::sin(0.7)) / (2.0 * 0.25);
+  EXPECT_NEAR(eval(*make_model("pendulum", pend), x, u)[1], expected, 1e-14);
+
+  // Quadrotor inertia: a pure roll torque accelerates p by tau / Ixx.
+  ParamMap quad;
+  quad.set("inertia", std::vector<double>{0.01, 0.02, 0.03}).set("arm_length", 0.2);
+  const Vec f = eval(*make_model("quadrotor", quad), Vec::Zero(12), (Vec(4) << 0, 1, 0, 0).finished());
+  EXPECT_NEAR(f[9], 0.2 / 0.01, 1e-12);
+
+  ParamMap car;
+  car.set("wheelbase", 4.0);
+  const Vec fc = eval(*make_model("car", car), (Vec(4) << 0, 0, 0, 2).finished(), (Vec(2) << 0, 0.3).finished());
+  EXPECT_NEAR(fc[2], 2 * std::tan(0.3) / 4.0, 1e-15);
+}
+
+TEST(Registry, LinearOwnsItsMatrices) {
+  Rng rng(32);
+  const Eigen::MatrixXd A = rng.matrix(3, 3), B = rng.matrix(3, 2);
+  const Vec c = rng.vector(3);
+  std::shared_ptr<const Model> m;
+  {
+    ParamMap p("model.params");
+    std::vector<double> a_rows, b_rows;
+    for (int i = 0; i < 3; ++i) {
+      for (int j = 0; j < 3; ++j) a_rows.push_back(A(i, j));
+      for (int j = 0; j < 2; ++j) b_rows.push_back(B(i, j));
+    }
+    p.set("nx", 3.0).set("nu", 2.0).set_matrix("A", 3, 3, a_rows).set_matrix("B", 3, 2, b_rows);
+    p.set("c", std::vector<double>(c.data(), c.data() + 3)).set("discrete", std::string("true"));
+    m = make_model("linear", p);
+  }  // the parameters are gone; the model keeps its own copies
+  const Vec x = rng.vector(3), u = rng.vector(2);
+  EXPECT_LE(test::rel_err(eval(*m, x, u), Vec(A * x + B * u + c)), 1e-15);
+  EXPECT_TRUE(m->discrete_time());
+  EXPECT_EQ(m->type(), "linear");
+}
+
+TEST(Registry, BadParametersNameTheirKey) {
+  auto with = [](const std::string& key, double v) {
+    ParamMap p("model.params");
+    p.set(key, v);
+    return p;
+  };
+  error_of("pendulum", with("mass", -1.0), "model.params.mass");
+  error_of("pendulum", with("length", 0.0), "model.params.length");
+  error_of("pendulum", with("damping", -0.1), "model.params.damping");
+  error_of("cartpole", with("pole_mass", -0.1), "model.params.pole_mass");
+  error_of("cartpole", with("gravity", -9.81), "model.params.gravity");
+  error_of("acrobot", with("m1", 0.0), "model.params.m1");
+  error_of("acrobot", with("b2", -1.0), "model.params.b2");
+  error_of("quadrotor", with("mass", -0.775), "model.params.mass");
+  error_of("car", with("wheelbase", 0.0), "model.params.wheelbase");
+  error_of("chain_of_masses", with("masses", 2.0), "model.params.masses");
+  error_of("chain_of_masses", with("masses", 4.5), "model.params.masses");
+  error_of("chain_of_masses", with("mass", -0.033), "model.params.mass");
+  error_of("double_integrator", with("dim", 0.0), "model.params.dim");
+  const ProblemError e = error_of("pendulum", with("mass", -1.0), "model.params.mass");
+  EXPECT_EQ(e.expected(), "a number > 0");
+  EXPECT_EQ(e.found(), "-1");
+
+  // Wrong dimensions.
+  ParamMap short_inertia("model.params");
+  short_inertia.set("inertia", std::vector<double>{1, 2});
+  error_of("quadrotor", short_inertia, "model.params.inertia");
+  ParamMap negative_inertia("model.params");
+  negative_inertia.set("inertia", std::vector<double>{0.1, -0.2, 0.3});
+  EXPECT_EQ(error_of("quadrotor", negative_inertia, "model.params.inertia").found(), "-0.2 at index 1");
+
+  auto linear = [] {
+    ParamMap p("model.params");
+    p.set("nx", 2.0).set("nu", 1.0).set_matrix("A", 2, 2, {1, 2, 3, 4}).set_matrix("B", 2, 1, {5, 6});
+    return p;
+  };
+  EXPECT_NO_THROW(make_model("linear", linear()));  // the base case is valid: each error below is its own
+  ParamMap no_nx("model.params");
+  error_of("linear", no_nx, "model.params.nx");
+  ParamMap bad_a = linear();
+  bad_a.set_matrix("A", 2, 3, {1, 2, 3, 4, 5, 6});
+  EXPECT_EQ(error_of("linear", bad_a, "model.params.A").expected(), "a 2 x 2 matrix");
+  ParamMap bad_b = linear();
+  bad_b.set_matrix("B", 1, 2, {5, 6});
+  error_of("linear", bad_b, "model.params.B");
+  ParamMap bad_c = linear();
+  bad_c.set("c", std::vector<double>{1, 2, 3});
+  error_of("linear", bad_c, "model.params.c");
+  ParamMap no_a("model.params");
+  no_a.set("nx", 2.0).set("nu", 1.0);
+  error_of("linear", no_a, "model.params.A");
+
+  // The manipulator's factory is reached through the registry and needs its URDF.
+  ParamMap no_urdf("model.params");
+  const ProblemError m = error_of("manipulator", no_urdf, "model.params.urdf");
+  EXPECT_NE(std::string(m.what()).find("urdf"), std::string::npos);
+}
+
+TEST(Registry, UnknownTypeListsTheKnownOnesAndSuggestsTheClosest) {
+  try {
+    make_model("cartpol", ParamMap());
+    FAIL() << "no error";
+  } catch (const ProblemError& e) {
+    EXPECT_EQ(e.key_path(), "model.type");
+    EXPECT_EQ(e.found(), "'cartpol'");
+    for (const std::string& t : kTypes) EXPECT_NE(e.expected().find(t), std::string::npos) << t;
+    EXPECT_NE(std::string(e.what()).find("did you mean 'cartpole'?"), std::string::npos) << e.what();
+  }
+  try {
+    make_model("quadcopter", ParamMap(), "models[1].type");
+    FAIL() << "no error";
+  } catch (const ProblemError& e) {
+    EXPECT_EQ(e.key_path(), "models[1].type");
+    EXPECT_NE(std::string(e.what()).find("did you mean 'quadrotor'?"), std::string::npos) << e.what();
+  }
+  // Case matters: the names are exact.
+  EXPECT_THROW(make_model("Pendulum", ParamMap()), ProblemError);
+}
+
+}  // namespace
+}  // namespace knot::problems
