@@ -119,6 +119,12 @@ std::vector<double> ParamMap::vector(std::string_view key, std::vector<double> f
   return v.numbers;
 }
 
+std::array<int, 2> ParamMap::shape(std::string_view key) const {
+  auto it = values_.find(key);
+  if (it == values_.end() || it->second.is_text) return {0, 0};
+  return {it->second.rows, it->second.cols};
+}
+
 std::vector<double> ParamMap::matrix(std::string_view key, int rows, int cols) const {
   const std::string expected = cat({"a ", std::to_string(rows), " x ", std::to_string(cols), " matrix"});
   auto it = values_.find(key);

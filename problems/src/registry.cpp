@@ -131,16 +131,18 @@ std::shared_ptr<const Model> make_chain_of_masses(const ParamReader& p) {
 
 std::shared_ptr<const Model> make_linear(const ParamReader& p) {
   constexpr int kMaxDim = 100000;
-  for (const char* key : {"nx", "nu"})
-    if (!p.has(key)) p.fail(key, "an integer >= 1 (linear needs nx and nu)", "nothing");
   struct Storage {
     std::vector<double> A, B, c;
   };
   auto s = std::make_shared<Storage>();
   Linear m;
   auto& q = m.params;
-  q.nx = p.integer("nx", 0, 1, kMaxDim);
-  q.nu = p.integer("nu", 0, 1, kMaxDim);
+  // nx and nu default to the shapes of A and B as written; matrix() then checks every row.
+  for (const char* key : {"A", "B"})
+    if (p.shape(key)[0] == 0 && !p.has(key[0] == 'A' ? "nx" : "nu"))
+      p.fail(key, "a matrix written as a list of rows", p.has(key) ? "something else" : "nothing (the key is required)");
+  q.nx = p.integer("nx", p.shape("A")[0], 1, kMaxDim);
+  q.nu = p.integer("nu", p.shape("B")[1], 1, kMaxDim);
   s->A = p.matrix("A", q.nx, q.nx);
   s->B = p.matrix("B", q.nx, q.nu);
   s->c = p.vector("c", std::vector<double>(q.nx, 0.0), q.nx);

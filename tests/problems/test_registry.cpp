@@ -182,8 +182,17 @@ TEST(Registry, BadParametersNameTheirKey) {
     return p;
   };
   EXPECT_NO_THROW(make_model("linear", linear()));  // the base case is valid: each error below is its own
-  ParamMap no_nx("model.params");
-  error_of("linear", no_nx, "model.params.nx");
+  ParamMap no_matrices("model.params");
+  error_of("linear", no_matrices, "model.params.A");
+  // Without nx and nu the dimensions come from the shapes of A and B.
+  ParamMap shapes_only("model.params");
+  shapes_only.set_matrix("A", 3, 3, {1, 0, 0, 0, 1, 0, 0, 0, 1}).set_matrix("B", 3, 2, {1, 0, 0, 1, 0, 0});
+  const auto inferred = make_model("linear", shapes_only);
+  EXPECT_EQ(inferred->nx(), 3);
+  EXPECT_EQ(inferred->nu(), 2);
+  ParamMap ragged("model.params");
+  ragged.set_matrix("A", 2, 2, {1, 0, 0, 1}).set_matrix("B", 3, 1, {1, 0, 0});
+  error_of("linear", ragged, "model.params.B");
   ParamMap bad_a = linear();
   bad_a.set_matrix("A", 2, 3, {1, 2, 3, 4, 5, 6});
   EXPECT_EQ(error_of("linear", bad_a, "model.params.A").expected(), "a 2 x 2 matrix");

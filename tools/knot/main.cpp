@@ -1,4 +1,4 @@
-// knot: the command-line front end. Subcommands: info, bench.
+// knot: the command-line front end. Subcommands: info, check, bench.
 #include <CLI/CLI.hpp>
 #include <exception>
 #include <iostream>
@@ -13,6 +13,12 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   auto* info = app.add_subcommand("info", "Version, build options, and whether a usable GPU is present");
+
+  knot::cli::CheckOptions copt;
+  auto* check = app.add_subcommand("check", "Validate a problem file and print the problem it resolves to");
+  check->add_option("file", copt.file, "Problem file (YAML)")->required();
+  check->add_option("--set", copt.overrides, "Override a key after extends: key.path=value (value parsed as YAML)")
+      ->allow_extra_args(false);  // one key=value per --set; repeat --set for more
 
   auto* bench = app.add_subcommand("bench", "Benchmarks");
   bench->require_subcommand(1);
@@ -29,6 +35,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (*info) return knot::cli::run_info();
+    if (*check) return knot::cli::run_check(copt);
     if (*bench_linalg) return knot::cli::run_bench_linalg(bopt);
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());

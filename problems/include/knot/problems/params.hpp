@@ -6,6 +6,7 @@
 // report any key left over as unknown, with the closest known name as a suggestion.
 #pragma once
 
+#include <array>
 #include <limits>
 #include <map>
 #include <string>
@@ -28,6 +29,9 @@ class ParamReader {
   virtual std::vector<double> vector(std::string_view key, std::vector<double> fallback, std::size_t size = 0) const = 0;
   // A rows x cols matrix written as a list of rows; returned column-major. Required (no fallback).
   virtual std::vector<double> matrix(std::string_view key, int rows, int cols) const = 0;
+  // {rows, cols} of a matrix value as written (cols from its first row), so a factory can take a
+  // dimension from the data; {0, 0} when absent or not a list of rows. matrix() still validates.
+  virtual std::array<int, 2> shape(std::string_view key) const = 0;
   virtual std::string string(std::string_view key, std::string fallback) const = 0;
   // A file path, resolved relative to the problem file; the file must exist. Required.
   virtual std::string path(std::string_view key) const = 0;
@@ -51,6 +55,7 @@ class ParamMap final : public ParamReader {
   bool boolean(std::string_view key, bool fallback) const override;
   std::vector<double> vector(std::string_view key, std::vector<double> fallback, std::size_t size) const override;
   std::vector<double> matrix(std::string_view key, int rows, int cols) const override;
+  std::array<int, 2> shape(std::string_view key) const override;
   std::string string(std::string_view key, std::string fallback) const override;
   std::string path(std::string_view key) const override;
   [[noreturn]] void fail(std::string_view key, std::string expected, std::string found) const override;

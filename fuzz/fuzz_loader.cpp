@@ -1,0 +1,61 @@
+// libFuzzer target for the problem-file loader: load_problem_from_string (and describe() of what
+// loads) on arbitrary bytes. ProblemError is the only exception the loader may throw at bad
+// input; anything else escaping, a crash, a sanitizer report, a leak or a hang is a finding.
+//
+// Input: optional leading lines "--set key.path=value" (at most 4) become overrides; the rest is
+// the problem file. Relative paths in it (extends, reference tables, URDFs) resolve against an
+// empty temporary directory, so they never reach real files.
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "knot/problems/error.hpp"
+#include "knot/problems/loader.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+void remove_empty_dir();
+
+const fs::path& empty_dir() {
+  static const fs::path dir = [] {
+    const fs::path d = fs::temp_directory_path() / ("knot_fuzz_empty_" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    std::atexit(remove_empty_dir);
+    return d;
+  }();
+  return dir;
+}
+
+void remove_empty_dir() {
+  std::error_code ec;
+  fs::remove_all(empty_dir(), ec);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::string_view text(reinterpret_cast<const char*>(data), size);
+  std::vector<std::string> overrides;
+  constexpr std::string_view kSet = "--set ";
+  while (overrides.size() < 4 && text.substr(0, kSet.size()) == kSet) {
+    const std::size_t end = std::min(text.find('\n'), text.size());
+    overrides.emplace_back(text.substr(kSet.size(), end - kSet.size()));
+    text.remove_prefix(std::min(end + 1, text.size()));
+  }
+  try {
+    const knot::problems::Problem problem =
+        knot::problems::load_problem_from_string(text, "<fuzz>", empty_dir(), overrides);
+    const std::string description = knot::problems::describe(problem);
+    if (description.empty()) std::abort();  // describe() always names the problem
+  } catch (const knot::problems::ProblemError&) {
+  }
+  return 0;
+}

@@ -1,0 +1,152 @@
+// describe(): the resolved problem as `knot check` prints it.
+#include <charconv>
+#include <cmath>
+#include <sstream>
+
+#include "knot/problems/loader.hpp"
+
+namespace knot::problems {
+namespace {
+
+std::string num(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+}
+
+// [a, b, c], cut short after `max` entries.
+template <class Seq>
+std::string list(const Seq& v, std::size_t max = 12) {
+  std::string out = "[";
+  std::size_t i = 0;
+  for (const auto& x : v) {
+    if (i == max) {
+      out += ", ... (" + std::to_string(v.size()) + " in all)";
+      break;
+    }
+    if (i++ > 0) out += ", ";
+    if constexpr (std::is_arithmetic_v<std::decay_t<decltype(x)>>)
+      out += num(static_cast<double>(x));
+    else
+      out += x;
+  }
+  return out + "]";
+}
+
+std::string names(const std::vector<std::string>& v) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + v[i];
+  return out.empty() ? "(none)" : out;
+}
+
+// The weight matrix of a quadratic term, read back from its Gauss-Newton Hessian at the origin
+// (H = W for state, control and control-rate residuals, with dt scaling off).
+std::string weights(const Problem& p, const CostTerm& c) {
+  const std::string_view type = c.type();
+  const bool state = type == "state";
+  const bool control = type == "control" || type == "control_rate";
+  if (!state && !control) return "weights 3x3 (not shown)";
+  const int n = state ? p.nx() : p.nu();
+  const std::size_t un = static_cast<std::size_t>(n);
+  std::vector<double> x(static_cast<std::size_t>(p.nx()), 0.0), u(static_cast<std::size_t>(p.nu()), 0.0),
+      u_prev = u, H(un * un, 0.0);
+  auto data = p.model->make_data();
+  StagePoint pt;
+  pt.k = 0;
+  pt.N = p.horizon.N;
+  pt.dt = 1.0;
+  pt.x = x.data();
+  pt.u = u.data();
+  pt.u_prev = u_prev.data();
+  pt.data = data.get();
+  CostBlocks blocks;
+  (state ? blocks.Hxx : blocks.Huu) = H.data();
+  c.accumulate(pt, blocks);
+  bool diagonal = true, scalar = true;
+  for (std::size_t i = 0; i < un; ++i)
+    for (std::size_t j = 0; j < un; ++j) {
+      if (i != j && H[j * un + i] != 0) diagonal = scalar = false;
+      if (i == j && H[i * un + i] != H[0]) scalar = false;
+    }
+  std::vector<double> diag;
+  for (std::size_t i = 0; i < un; ++i) diag.push_back(H[i * un + i]);
+  if (n > 0 && scalar) return "weights " + num(H[0]) + " I";
+  if (diagonal) return "weights diag " + list(diag);
+  return "weights full " + std::to_string(n) + "x" + std::to_string(n) + ", diag " + list(diag);
+}
+
+std::string reference(const Reference* r) {
+  if (!r) return "no reference";
+  if (r->rows() == 1) return "reference " + list(r->at(0));
+  return "reference " + std::to_string(r->rows()) + " rows (knot 0 on; the last row held)";
+}
+
+std::string bounds(const BoxBounds& b) {
+  std::string out;
+  const std::size_t shown = std::min<std::size_t>(b.index.size(), 6);
+  for (std::size_t i = 0; i < shown; ++i)
+    out += std::string(i ? ", " : "") + (b.on_control ? "u[" : "x[") + std::to_string(b.index[i]) + "] in [" +
+           num(b.lower[i]) + ", " + num(b.upper[i]) + "]";
+  if (shown < b.index.size()) out += ", ... (" + std::to_string(b.index.size()) + " in all)";
+  return out;
+}
+
+}  // namespace
+
+std::string describe(const Problem& p) {
+  std::ostringstream o;
+  o << "problem      " << p.name << "\n";
+  if (!p.description.empty()) o << "description  " << p.description << "\n";
+  o << "source       " << (p.source.empty() ? "(built in C++)" : p.source) << "\n";
+  if (!p.model) {
+    o << "model        (none)\n";
+    return o.str();
+  }
+  o << "model        " << p.model->type() << " (nx " << p.nx() << ", nu " << p.nu() << ", nq " << p.model->nq()
+    << (p.model->discrete_time() ? ", discrete time" : "") << ")\n";
+  o << "states       " << names(p.state_names.empty() ? p.model->state_names() : p.state_names) << "\n";
+  o << "controls     " << names(p.control_names.empty() ? p.model->control_names() : p.control_names) << "\n";
+  const Horizon& h = p.horizon;
+  o << "horizon      N " << h.N << ", dt " << num(h.dt) << " s, T " << num(h.N * h.dt) << " s, integrator "
+    << to_string(h.integrator) << "\n";
+  o << "x0           " << list(p.x0, 24) << "\n";
+
+  o << "costs        " << p.costs.size() << "\n";
+  for (std::size_t i = 0; i < p.costs.size(); ++i) {
+    const CostTerm& c = *p.costs[i];
+    o << "  [" << i << "] " << c.info().name << ": " << c.type() << ", stages " << to_string(c.info().stages)
+      << ", scale_by_dt " << (c.info().scale_by_dt ? "true" : "false") << ", " << weights(p, c);
+    if (c.type() != "control_rate") o << ", " << reference(c.reference());
+    o << "\n";
+  }
+  o << "constraints  " << p.constraints.size() << "\n";
+  for (std::size_t i = 0; i < p.constraints.size(); ++i) {
+    const ConstraintTerm& c = *p.constraints[i];
+    o << "  [" << i << "] " << c.info().name << ": " << c.type() << ", "
+      << (c.kind() == ConstraintKind::Equality ? "equality" : "inequality") << ", " << c.dim()
+      << (c.dim() == 1 ? " row" : " rows") << ", stages " << to_string(c.info().stages);
+    if (const BoxBounds* b = c.box()) o << ", " << bounds(*b);
+    o << "\n";
+  }
+
+  const SolverSettings& s = p.solver;
+  o << "solver       max_iter " << s.max_iter << ", time_limit " << num(s.time_limit) << " s, tol_stationarity "
+    << num(s.tol_stationarity) << ", tol_feasibility " << num(s.tol_feasibility) << ", tol_complementarity "
+    << num(s.tol_complementarity) << "\n             linsys " << s.linsys << ", hessian " << s.hessian
+    << ", globalization " << s.globalization << ", pcg_tol " << num(s.pcg_tol) << ", pcg_max_iter " << s.pcg_max_iter
+    << ", regularization " << num(s.regularization) << ", mu_init " << num(s.mu_init) << ", verbose "
+    << (s.verbose ? "true" : "false") << "\n";
+  const MpcSettings& m = p.mpc;
+  o << "mpc          control_rate " << (m.control_rate > 0 ? num(m.control_rate) + " Hz" : "1/dt") << ", duration "
+    << num(m.duration) << " s, iterations_per_step " << m.iterations_per_step << ", noise_std " << num(m.noise_std)
+    << ", seed " << m.seed << "\n             plant_params_scale "
+    << (m.plant_params_scale.empty() ? "none" : list(m.plant_params_scale)) << ", disturbances "
+    << m.disturbances.size();
+  for (const Disturbance& d : m.disturbances)
+    o << "\n               at " << num(d.time) << " s: " << list(d.state_kick);
+  o << "\n";
+  return o.str();
+}
+
+}  // namespace knot::problems

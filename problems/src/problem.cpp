@@ -1,0 +1,77 @@
+#include "knot/problems/problem.hpp"
+
+#include <charconv>
+#include <cmath>
+
+#include "knot/problems/error.hpp"
+#include "settings_check.hpp"
+
+namespace knot::problems {
+namespace {
+
+std::string text(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+}
+
+std::string at(const char* section, std::size_t i) { return std::string(section) + "[" + std::to_string(i) + "]"; }
+
+}  // namespace
+
+void Problem::validate() const {
+  const SourceLocation where{source, 0, 0};
+  const auto fail = [&](const std::string& key, const std::string& expected, const std::string& found) {
+    throw ProblemError(where, key, expected, found);
+  };
+  if (!model) fail("model", "a model", "none");
+  const int nx = model->nx(), nu = model->nu();
+  if (nx < 1 || nu < 0)
+    fail("model", "a model with nx >= 1 and nu >= 0", "nx " + std::to_string(nx) + ", nu " + std::to_string(nu));
+  const std::size_t unx = static_cast<std::size_t>(nx), unu = static_cast<std::size_t>(nu);
+
+  if (horizon.N < 1) fail("horizon.N", "an integer >= 1", std::to_string(horizon.N));
+  if (!(std::isfinite(horizon.dt) && horizon.dt > 0)) fail("horizon.dt", "a finite number > 0", text(horizon.dt));
+  if (horizon.integrator == IntegratorType::SemiImplicitEuler && model->nq() == 0)
+    fail("horizon.integrator", "an integrator the model supports (semi_implicit_euler needs Model::nq > 0)",
+         "semi_implicit_euler");
+
+  if (x0.size() != unx) fail("x0", std::to_string(nx) + " values (nx)", std::to_string(x0.size()));
+  for (std::size_t i = 0; i < x0.size(); ++i)
+    if (!std::isfinite(x0[i])) fail(at("x0", i), "a finite number", text(x0[i]));
+  // Empty name lists are allowed for problems built in C++; the model's names apply.
+  if (!state_names.empty() && state_names.size() != unx)
+    fail("state_names", std::to_string(nx) + " names (nx)", std::to_string(state_names.size()));
+  if (!control_names.empty() && control_names.size() != unu)
+    fail("control_names", std::to_string(nu) + " names (nu)", std::to_string(control_names.size()));
+
+  for (std::size_t i = 0; i < costs.size(); ++i) {
+    const CostTerm* c = costs[i].get();
+    if (!c) fail(at("costs", i), "a cost term", "null");
+    if (c->uses_control() && c->info().stages == StageSet::Terminal)
+      fail(at("costs", i) + ".stage", "all or running (a control term has no control at the terminal knot)",
+           "terminal");
+    const std::string_view type = c->type();
+    const int dim = type == "state" ? nx : type == "control" ? nu : type == "end_effector" ? 3 : -1;
+    if (const Reference* r = c->reference(); r && dim >= 0 && (r->dim != dim || r->rows() < 1))
+      fail(at("costs", i) + ".reference", "rows of " + std::to_string(dim) + " values",
+           std::to_string(r->rows()) + " rows of " + std::to_string(r->dim));
+  }
+  for (std::size_t i = 0; i < constraints.size(); ++i) {
+    const ConstraintTerm* c = constraints[i].get();
+    if (!c) fail(at("constraints", i), "a constraint term", "null");
+    if (c->uses_control() && c->info().stages == StageSet::Terminal)
+      fail(at("constraints", i) + ".stage", "all or running (a control term has no control at the terminal knot)",
+           "terminal");
+  }
+
+  if (const auto issue = detail::check(solver)) fail("solver." + issue->field, issue->expected, issue->found);
+  if (const auto issue = detail::check(mpc)) fail("mpc." + issue->field, issue->expected, issue->found);
+  for (std::size_t i = 0; i < mpc.disturbances.size(); ++i)
+    if (mpc.disturbances[i].state_kick.size() != unx)
+      fail("mpc." + at("disturbances", i) + ".state_kick", std::to_string(nx) + " values (nx)",
+           std::to_string(mpc.disturbances[i].state_kick.size()));
+}
+
+}  // namespace knot::problems

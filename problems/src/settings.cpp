@@ -1,0 +1,102 @@
+#include "knot/problems/settings.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <iterator>
+
+#include "settings_check.hpp"
+
+namespace knot::problems {
+namespace detail {
+namespace {
+
+std::string text(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+}
+
+// "name[i]", appended piecewise: GCC 12 warns (-Wrestrict, a false positive) on "[" + to_string(i).
+std::string indexed(std::string name, std::size_t i) {
+  name.append("[").append(std::to_string(i)).append("]");
+  return name;
+}
+
+std::optional<SettingIssue> positive(const char* field, double v) {
+  if (std::isfinite(v) && v > 0) return std::nullopt;
+  return SettingIssue{field, "a finite number > 0", text(v)};
+}
+
+std::optional<SettingIssue> nonnegative(const char* field, double v) {
+  if (std::isfinite(v) && v >= 0) return std::nullopt;
+  return SettingIssue{field, "a finite number >= 0", text(v)};
+}
+
+std::optional<SettingIssue> at_least_one(const char* field, int v) {
+  if (v >= 1) return std::nullopt;
+  return SettingIssue{field, "an integer >= 1", std::to_string(v)};
+}
+
+template <std::size_t N>
+std::optional<SettingIssue> one_of(const char* field, const std::string& v, const char* const (&names)[N]) {
+  if (std::find(std::begin(names), std::end(names), v) != std::end(names)) return std::nullopt;
+  std::string expected = "one of ";
+  for (std::size_t i = 0; i < N; ++i) expected.append(i == 0 ? "" : i + 1 == N ? " or " : ", ").append(names[i]);
+  return SettingIssue{field, expected, "'" + v + "'"};
+}
+
+}  // namespace
+
+std::optional<SettingIssue> check(const SolverSettings& s) {
+  // In declaration order, so the first invalid field reported is the first one in the struct.
+  for (auto issue :
+       {at_least_one("max_iter", s.max_iter), nonnegative("time_limit", s.time_limit),
+        positive("tol_stationarity", s.tol_stationarity), positive("tol_feasibility", s.tol_feasibility),
+        positive("tol_complementarity", s.tol_complementarity), one_of("linsys", s.linsys, kLinsysNames),
+        one_of("hessian", s.hessian, kHessianNames), one_of("globalization", s.globalization, kGlobalizationNames),
+        positive("pcg_tol", s.pcg_tol), at_least_one("pcg_max_iter", s.pcg_max_iter),
+        nonnegative("regularization", s.regularization), positive("mu_init", s.mu_init)})
+    if (issue) return issue;
+  return std::nullopt;
+}
+
+std::optional<SettingIssue> check(const MpcSettings& s) {
+  for (auto issue : {nonnegative("control_rate", s.control_rate), positive("duration", s.duration),
+                     at_least_one("iterations_per_step", s.iterations_per_step)})
+    if (issue) return issue;
+  for (std::size_t i = 0; i < s.plant_params_scale.size(); ++i)
+    if (auto issue = positive("plant_params_scale", s.plant_params_scale[i])) {
+      issue->field = indexed(issue->field, i);
+      return issue;
+    }
+  for (std::size_t i = 0; i < s.disturbances.size(); ++i) {
+    const std::string at = indexed("disturbances", i);
+    const Disturbance& d = s.disturbances[i];
+    if (auto issue = nonnegative("time", d.time)) return SettingIssue{at + ".time", issue->expected, issue->found};
+    if (d.state_kick.empty()) return SettingIssue{at + ".state_kick", "a non-empty list of numbers", "an empty list"};
+    for (std::size_t j = 0; j < d.state_kick.size(); ++j)
+      if (!std::isfinite(d.state_kick[j]))
+        return SettingIssue{indexed(at + ".state_kick", j), "a finite number", text(d.state_kick[j])};
+  }
+  if (auto issue = nonnegative("noise_std", s.noise_std)) return issue;
+  return std::nullopt;
+}
+
+}  // namespace detail
+
+namespace {
+
+std::string message(const std::optional<detail::SettingIssue>& issue) {
+  if (!issue) return {};
+  return issue->field + " must be " + issue->expected + ", found " + issue->found;
+}
+
+}  // namespace
+
+std::string SolverSettings::validate() const { return message(detail::check(*this)); }
+
+std::string MpcSettings::validate() const { return message(detail::check(*this)); }
+
+}  // namespace knot::problems

@@ -1,0 +1,653 @@
+// The YAML loader: what a problem file turns into (weights, references, stages, bounds, model
+// parameters), `extends`, --set overrides, describe(), and robustness against hostile documents.
+// Message formats per error are covered file by file in test_schema.cpp.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "knot/problems/error.hpp"
+#include "knot/problems/loader.hpp"
+#include "knot/problems/registry.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using knot::problems::BoxBounds;
+using knot::problems::ConstraintKind;
+using knot::problems::ConstraintTerm;
+using knot::problems::CostBlocks;
+using knot::problems::CostTerm;
+using knot::problems::describe;
+using knot::problems::IntegratorType;
+using knot::problems::load_problem;
+using knot::problems::load_problem_from_string;
+using knot::problems::MpcSettings;
+using knot::problems::ParamMap;
+using knot::problems::Problem;
+using knot::problems::ProblemError;
+using knot::problems::SolverSettings;
+using knot::problems::StagePoint;
+using knot::problems::StageSet;
+using knot::test::Mat;
+using knot::test::rel_err;
+using knot::test::Rng;
+using knot::test::Vec;
+
+const fs::path kSchema = fs::path(__FILE__).parent_path() / "schema";
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Exact arithmetic on the weights (they are copied, not computed), so comparisons are to rounding.
+constexpr double kTol = 1e-14;
+
+Problem from_string(const std::string& yaml, const std::vector<std::string>& sets = {}) {
+  return load_problem_from_string(yaml, "test.yaml", kSchema / "valid", sets);
+}
+
+// The message of the ProblemError that loading throws; fails the test when it loads.
+std::string error_of(const std::string& yaml, const std::vector<std::string>& sets = {}) {
+  try {
+    from_string(yaml, sets);
+  } catch (const ProblemError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "loaded:\n" << yaml;
+  return {};
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+#define EXPECT_CONTAINS(text, part)              \
+  do {                                           \
+    const std::string text_ = (text);            \
+    EXPECT_TRUE(contains(text_, part)) << text_; \
+  } while (0)
+
+const std::string kCartpole = R"(
+name: p
+model: {type: cartpole}
+horizon: {N: 20, dt: 0.05}
+x0: [0, 3, 0, 0]
+)";
+
+// Hessian, gradient and value of a state or control cost at (x, u), read through the public API.
+struct Quadratic {
+  Mat H;
+  Vec g;
+  double value = 0;
+};
+Quadratic evaluate(const Problem& p, const CostTerm& c, int k, const Vec& x, const Vec& u, double dt = 1.0) {
+  const bool on_state = !c.uses_control();
+  const int n = on_state ? p.nx() : p.nu();
+  Quadratic q{Mat::Zero(n, n), Vec::Zero(n), 0};
+  Vec u_prev = Vec::Zero(p.nu());
+  auto data = p.model->make_data();
+  StagePoint pt;
+  pt.k = k;
+  pt.N = p.horizon.N;
+  pt.dt = dt;
+  pt.x = x.data();
+  pt.u = u.data();
+  pt.u_prev = u_prev.data();
+  pt.data = data.get();
+  CostBlocks b;
+  (on_state ? b.Hxx : b.Huu) = q.H.data();
+  (on_state ? b.gx : b.gu) = q.g.data();
+  q.value = c.accumulate(pt, b);
+  return q;
+}
+
+// --- defaults and values -----------------------------------------------------------------------
+
+TEST(Loader, MinimalProblemTakesTheDocumentedDefaults) {
+  const Problem p = from_string(kCartpole);
+  EXPECT_EQ(p.name, "p");
+  EXPECT_EQ(p.source, "test.yaml");
+  EXPECT_EQ(p.description, "");
+  EXPECT_EQ(p.nx(), 4);
+  EXPECT_EQ(p.nu(), 1);
+  EXPECT_EQ(p.horizon.N, 20);
+  EXPECT_EQ(p.horizon.dt, 0.05);
+  EXPECT_EQ(p.horizon.integrator, IntegratorType::Rk4);
+  EXPECT_EQ(p.x0, (std::vector<double>{0, 3, 0, 0}));
+  EXPECT_EQ(p.state_names, p.model->state_names());
+  EXPECT_EQ(p.control_names, p.model->control_names());
+  EXPECT_TRUE(p.costs.empty());
+  EXPECT_TRUE(p.constraints.empty());
+  const SolverSettings s;
+  EXPECT_EQ(p.solver.max_iter, s.max_iter);
+  EXPECT_EQ(p.solver.linsys, s.linsys);
+  EXPECT_EQ(p.solver.tol_stationarity, s.tol_stationarity);
+  const MpcSettings m;
+  EXPECT_EQ(p.mpc.duration, m.duration);
+  EXPECT_EQ(p.mpc.seed, m.seed);
+  EXPECT_TRUE(p.mpc.disturbances.empty());
+}
+
+TEST(Loader, EverySettingIsReadByItsName) {
+  const Problem p = from_string(kCartpole + R"(
+solver: {max_iter: 7, time_limit: 0.5, tol_stationarity: 1e-5, tol_feasibility: 2e-5, tol_complementarity: 3e-5,
+         linsys: kkt_ldlt, hessian: exact, globalization: none, pcg_tol: 1e-9, pcg_max_iter: 50,
+         regularization: 1e-6, mu_init: 0.5, verbose: true}
+mpc: {control_rate: 100, duration: 2.5, iterations_per_step: 3, plant_params_scale: [1.1, 0.9],
+      disturbances: [{time: 0.5, state_kick: [0, 0.1, 0, 0]}, {time: 1, state_kick: [1, 0, 0, 0]}],
+      noise_std: 0.02, seed: 12345678901}
+)");
+  const SolverSettings& s = p.solver;
+  EXPECT_EQ(s.max_iter, 7);
+  EXPECT_EQ(s.time_limit, 0.5);
+  EXPECT_EQ(s.tol_stationarity, 1e-5);
+  EXPECT_EQ(s.tol_feasibility, 2e-5);
+  EXPECT_EQ(s.tol_complementarity, 3e-5);
+  EXPECT_EQ(s.linsys, "kkt_ldlt");
+  EXPECT_EQ(s.hessian, "exact");
+  EXPECT_EQ(s.globalization, "none");
+  EXPECT_EQ(s.pcg_tol, 1e-9);
+  EXPECT_EQ(s.pcg_max_iter, 50);
+  EXPECT_EQ(s.regularization, 1e-6);
+  EXPECT_EQ(s.mu_init, 0.5);
+  EXPECT_TRUE(s.verbose);
+  const MpcSettings& m = p.mpc;
+  EXPECT_EQ(m.control_rate, 100);
+  EXPECT_EQ(m.duration, 2.5);
+  EXPECT_EQ(m.iterations_per_step, 3);
+  EXPECT_EQ(m.plant_params_scale, (std::vector<double>{1.1, 0.9}));
+  ASSERT_EQ(m.disturbances.size(), 2u);
+  EXPECT_EQ(m.disturbances[0].time, 0.5);
+  EXPECT_EQ(m.disturbances[0].state_kick, (std::vector<double>{0, 0.1, 0, 0}));
+  EXPECT_EQ(m.disturbances[1].state_kick, (std::vector<double>{1, 0, 0, 0}));
+  EXPECT_EQ(m.noise_std, 0.02);
+  EXPECT_EQ(m.seed, 12345678901ull);
+}
+
+TEST(Loader, NumbersFollowTheYamlCoreSchema) {
+  const Problem p = from_string(R"(
+name: p
+model: {type: cartpole}
+horizon: {N: +20, dt: 5e-2}
+x0: [-.5, +1., 1E1, 0.25e+1]
+)");
+  EXPECT_EQ(p.horizon.N, 20);
+  EXPECT_EQ(p.horizon.dt, 0.05);
+  EXPECT_EQ(p.x0, (std::vector<double>{-0.5, 1.0, 10.0, 2.5}));
+  // Words strtod would take are not YAML numbers.
+  for (const char* word : {"inf", "nan", "0x10", "1_000", "1e", "--1"})
+    EXPECT_TRUE(contains(error_of(kCartpole + "solver: {time_limit: " + word + "}"), "solver.time_limit: expected"))
+        << word;
+}
+
+// --- costs -------------------------------------------------------------------------------------
+
+TEST(Loader, WeightFormsBecomeTheExpectedMatrix) {
+  const Problem p = from_string(kCartpole + R"(
+costs:
+  - {type: state, weights: 2.5}
+  - {type: state, weights: [1, 2, 3, 4], reference: [0.1, 0.2, 0.3, 0.4]}
+  - type: state
+    weights:
+      - [4, 1, 0, 0]
+      - [1, 3, 0, 0.5]
+      - [0, 0, 2, 0]
+      - [0, 0.5, 0, 1]
+  - {type: control, weights: [0.7], reference: [2]}
+)");
+  ASSERT_EQ(p.costs.size(), 4u);
+  Mat full(4, 4);
+  full << 4, 1, 0, 0, 1, 3, 0, 0.5, 0, 0, 2, 0, 0, 0.5, 0, 1;
+  const std::vector<Mat> W = {2.5 * Mat::Identity(4, 4), Vec(Vec::LinSpaced(4, 1, 4)).asDiagonal(), full,
+                              Mat::Constant(1, 1, 0.7)};
+  const std::vector<Vec> ref = {Vec::Zero(4), (Vec(4) << 0.1, 0.2, 0.3, 0.4).finished(), Vec::Zero(4),
+                                Vec::Constant(1, 2.0)};
+  Rng rng(7);
+  const Vec x = rng.vector(4), u = rng.vector(1);
+  for (std::size_t i = 0; i < p.costs.size(); ++i) {
+    const Quadratic q = evaluate(p, *p.costs[i], 0, x, u);
+    const Vec r = (p.costs[i]->uses_control() ? u : x) - ref[i];
+    EXPECT_LE(rel_err(q.H, W[i]), kTol) << "cost " << i;
+    EXPECT_LE(rel_err(q.g, W[i] * r), kTol) << "cost " << i;
+    EXPECT_NEAR(q.value, 0.5 * r.dot(W[i] * r), kTol * std::max(1.0, q.value)) << "cost " << i;
+  }
+  // Negative control: one perturbed weight fails the same comparison.
+  Mat wrong = full;
+  wrong(1, 3) += 1e-6;
+  EXPECT_GT(rel_err(evaluate(p, *p.costs[2], 0, x, u).H, wrong), kTol);
+}
+
+TEST(Loader, StagesNamesAndDtScaling) {
+  const Problem p = from_string(kCartpole + R"(
+costs:
+  - {type: state, weights: 1}
+  - {type: control, weights: 1}
+  - {type: control_rate, weights: 1}
+  - {name: end, type: state, weights: 1, stage: terminal}
+  - {name: scaled, type: control, weights: 2, scale_by_dt: true, stage: all}
+constraints:
+  - {type: control_box, lower: [-1], upper: [1]}
+  - {type: state_box, indices: [0], upper: [1]}
+  - {type: state_equality, indices: [1], target: [0]}
+  - {type: state_equality, target: [0, 0, 0, 0], stage: running}
+)");
+  const std::vector<std::pair<std::string, StageSet>> costs = {{"state_0", StageSet::All},
+                                                               {"control_1", StageSet::Running},
+                                                               {"control_rate_2", StageSet::Running},
+                                                               {"end", StageSet::Terminal},
+                                                               {"scaled", StageSet::All}};
+  ASSERT_EQ(p.costs.size(), costs.size());
+  for (std::size_t i = 0; i < costs.size(); ++i) {
+    EXPECT_EQ(p.costs[i]->info().name, costs[i].first);
+    EXPECT_EQ(p.costs[i]->info().stages, costs[i].second) << costs[i].first;
+    EXPECT_EQ(p.costs[i]->info().scale_by_dt, costs[i].first == "scaled");
+  }
+  const std::vector<std::pair<std::string, StageSet>> constraints = {{"control_box_0", StageSet::Running},
+                                                                     {"state_box_1", StageSet::All},
+                                                                     {"state_equality_2", StageSet::Terminal},
+                                                                     {"state_equality_3", StageSet::Running}};
+  ASSERT_EQ(p.constraints.size(), constraints.size());
+  for (std::size_t i = 0; i < constraints.size(); ++i) {
+    EXPECT_EQ(p.constraints[i]->info().name, constraints[i].first);
+    EXPECT_EQ(p.constraints[i]->info().stages, constraints[i].second) << constraints[i].first;
+  }
+  EXPECT_EQ(p.constraints[2]->kind(), ConstraintKind::Equality);
+  EXPECT_EQ(p.constraints[3]->dim(), 4);
+
+  // scale_by_dt multiplies the Hessian by dt; without it dt does not enter.
+  const Vec x = Vec::Zero(4), u = Vec::Constant(1, 1.0);
+  EXPECT_LE(rel_err(evaluate(p, *p.costs[4], 0, x, u, 0.1).H, Mat::Constant(1, 1, 0.2)), kTol);
+  EXPECT_LE(rel_err(evaluate(p, *p.costs[1], 0, x, u, 0.1).H, Mat::Constant(1, 1, 1.0)), kTol);
+}
+
+TEST(Loader, ReferencesFromTablesOneRowPerKnot) {
+  const Problem p = load_problem(kSchema / "valid" / "cartpole.yaml");
+  // refs/cartpole_ref.csv: a comment, a header, comments after rows and a blank line, 4 rows.
+  const auto* track = p.costs[0]->reference();
+  ASSERT_NE(track, nullptr);
+  ASSERT_EQ(track->dim, 4);
+  ASSERT_EQ(track->rows(), 4);
+  const std::vector<std::vector<double>> rows = {{0, 3, 0, 0}, {0.1, 2, 0.5, 1}, {0.2, 1, 0.5, 1}, {0.3, 0, 0, 0}};
+  for (int k = 0; k < 4; ++k) {
+    const auto row = track->at(k);
+    EXPECT_EQ(std::vector<double>(row.begin(), row.end()), rows[static_cast<std::size_t>(k)]) << "knot " << k;
+  }
+  // The last row is held beyond the table.
+  const auto held = track->at(17);
+  EXPECT_EQ(std::vector<double>(held.begin(), held.end()), rows[3]);
+  // refs/wide.txt, whitespace separated, column 5 picked.
+  const auto* force = p.costs[1]->reference();
+  ASSERT_NE(force, nullptr);
+  ASSERT_EQ(force->rows(), 3);
+  for (int k = 0; k < 3; ++k) EXPECT_EQ(force->at(k)[0], k + 1.0);
+  // Negative control: consecutive rows differ, so a reader stuck on row 0 would fail above.
+  EXPECT_NE(track->at(1)[1], track->at(0)[1]);
+}
+
+TEST(Loader, ReferenceColumnsAreChosenInTheirOrder) {
+  const Problem p = from_string(kCartpole + R"(
+costs:
+  - {type: state, weights: 1, reference: {file: ../refs/wide.txt, columns: [5, 1, 2, 0]}}
+)");
+  const auto* r = p.costs[0]->reference();
+  ASSERT_EQ(r->rows(), 3);
+  const auto row = r->at(1);
+  EXPECT_EQ(std::vector<double>(row.begin(), row.end()), (std::vector<double>{2, 1, 2.0, 0.05}));
+}
+
+// --- constraints -------------------------------------------------------------------------------
+
+TEST(Loader, BoxesCarryTheirBounds) {
+  const Problem p = load_problem(kSchema / "valid" / "cartpole.yaml");
+  ASSERT_EQ(p.constraints.size(), 2u);
+  const BoxBounds* force = p.constraints[0]->box();
+  ASSERT_NE(force, nullptr);
+  EXPECT_TRUE(force->on_control);
+  EXPECT_EQ(force->lower, (std::vector<double>{-kInf}));
+  EXPECT_EQ(force->upper, (std::vector<double>{80}));
+  EXPECT_EQ(p.constraints[0]->dim(), 1);  // the infinite bound adds no row
+  const BoxBounds* rail = p.constraints[1]->box();
+  ASSERT_NE(rail, nullptr);
+  EXPECT_FALSE(rail->on_control);
+  EXPECT_EQ(rail->index, (std::vector<int>{0}));
+  EXPECT_EQ(rail->lower, (std::vector<double>{-1}));
+  EXPECT_EQ(rail->upper, (std::vector<double>{1}));
+}
+
+TEST(Loader, ObstacleAndEqualityEvaluateWithTheFileValues) {
+  const Problem p = load_problem(kSchema / "valid" / "unicycle.yaml");
+  const ConstraintTerm& rock = *p.constraints[0];
+  EXPECT_EQ(rock.type(), "circle_obstacle");
+  const std::vector<double> x = {1.5, -0.3, 0.2}, u = {0.5, 0.1};
+  StagePoint pt;
+  pt.N = p.horizon.N;
+  pt.dt = p.horizon.dt;
+  pt.x = x.data();
+  pt.u = u.data();
+  auto data = p.model->make_data();
+  pt.data = data.get();
+  double g = 0;
+  rock.evaluate(pt, &g);
+  // center [2, 0.1], radius 0.5: g = r^2 - |p - c|^2.
+  const double expected = 0.25 - ((1.5 - 2) * (1.5 - 2) + (-0.3 - 0.1) * (-0.3 - 0.1));
+  EXPECT_NEAR(g, expected, 1e-15);
+  EXPECT_GT(std::abs(g - (0.25 - (1.5 * 1.5 + 0.3 * 0.3))), 1e-3);  // a center at the origin would differ
+
+  const Problem q = load_problem(kSchema / "valid" / "double_integrator.yaml");
+  const ConstraintTerm& rest = *q.constraints[1];
+  const std::vector<double> xq = {1, 2, 3, 4};
+  pt.x = xq.data();
+  pt.u = nullptr;
+  auto dq = q.model->make_data();
+  pt.data = dq.get();
+  std::vector<double> h(2);
+  rest.evaluate(pt, h.data());
+  EXPECT_EQ(h, (std::vector<double>{3, 4}));  // x[2] - 0, x[3] - 0
+}
+
+TEST(Loader, ManipulatorEndEffectorTermsAndModelLimits) {
+  const Problem p = load_problem(kSchema / "valid" / "manipulator.yaml");
+  const auto* kin = p.model->kinematics();
+  ASSERT_NE(kin, nullptr);
+  // The reach cost is 1/2 |p_fore(x) + R offset - ref|^2 with identity weights: compare with the
+  // kinematics directly.
+  const std::vector<double> x = {0.3, -0.4, 0.1, 0.2};
+  auto data = p.model->make_data();
+  std::array<double, 3> pos{};
+  kin->frame_position(*data, x.data(), *kin->frame_index("fore"), {0, 0, 0.4}, pos.data(), nullptr);
+  const std::array<double, 3> ref = {0.3, 0, 0.5};
+  double expected = 0;
+  for (int i = 0; i < 3; ++i) expected += 0.5 * (pos[i] - ref[i]) * (pos[i] - ref[i]);
+  StagePoint pt;
+  pt.N = p.horizon.N;
+  pt.dt = p.horizon.dt;
+  pt.x = x.data();
+  pt.data = data.get();
+  EXPECT_NEAR(p.costs[0]->value(pt), expected, 1e-14 * std::max(1.0, expected));
+  // Negative control: the same point on the other link gives another value.
+  kin->frame_position(*data, x.data(), *kin->frame_index("upper"), {0, 0, 0.4}, pos.data(), nullptr);
+  double other = 0;
+  for (int i = 0; i < 3; ++i) other += 0.5 * (pos[i] - ref[i]) * (pos[i] - ref[i]);
+  EXPECT_GT(std::abs(other - expected), 1e-6);
+
+  // model_limits: the URDF's position and velocity limits on x, effort limits on u.
+  ASSERT_GE(p.constraints.size(), 2u);
+  const BoxBounds* xs = p.constraints[0]->box();
+  const BoxBounds* us = p.constraints[1]->box();
+  ASSERT_TRUE(xs && us);
+  EXPECT_EQ(p.constraints[0]->info().name, "limits_state");
+  EXPECT_EQ(p.constraints[0]->info().stages, StageSet::All);
+  EXPECT_EQ(xs->index, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(xs->lower, (std::vector<double>{-2, -2.5, -3, -4}));
+  EXPECT_EQ(xs->upper, (std::vector<double>{2, 2.5, 3, 4}));
+  EXPECT_EQ(p.constraints[1]->info().name, "limits_control");
+  EXPECT_EQ(p.constraints[1]->info().stages, StageSet::Running);
+  EXPECT_EQ(us->lower, (std::vector<double>{-10, -5}));
+  EXPECT_EQ(us->upper, (std::vector<double>{10, 5}));
+}
+
+TEST(Loader, ModelLimitsGroupsCanBeDeselected) {
+  const std::string head = R"(
+name: p
+model: {type: manipulator, params: {urdf: ../two_link.urdf}}
+horizon: {N: 10, dt: 0.02}
+x0: [0, 0, 0, 0]
+)";
+  const Problem p = from_string(head + "constraints: [{type: model_limits, velocity: false, effort: false}]\n");
+  ASSERT_EQ(p.constraints.size(), 1u);
+  EXPECT_EQ(p.constraints[0]->box()->index, (std::vector<int>{0, 1}));
+  const Problem q = from_string(head + "constraints: [{type: model_limits, position: false, velocity: false}]\n");
+  ASSERT_EQ(q.constraints.size(), 1u);
+  EXPECT_TRUE(q.constraints[0]->box()->on_control);
+  EXPECT_CONTAINS(error_of(head + "constraints: [{type: model_limits, stage: terminal}]\n"),
+                  "constraints[0].stage: expected all or running");
+  // Only states: a terminal stage is fine.
+  const Problem t = from_string(head + "constraints: [{type: model_limits, effort: false, stage: terminal}]\n");
+  EXPECT_EQ(t.constraints[0]->info().stages, StageSet::Terminal);
+}
+
+// --- model parameters through the YAML ParamReader ---------------------------------------------
+
+TEST(Loader, ModelParametersReachTheFactory) {
+  // linear: integers, a row-major matrix in the file, a vector and a boolean.
+  const Problem p = load_problem(kSchema / "valid" / "linear.yaml");
+  EXPECT_TRUE(p.model->discrete_time());
+  const std::vector<double> x = {0.7, -1.3}, u = {0.4};
+  auto data = p.model->make_data();
+  std::vector<double> f(2);
+  p.model->dynamics(*data, x.data(), u.data(), f.data());
+  Mat A(2, 2), B(2, 1);
+  A << 1, 0.1, 0, 1;
+  B << 0.005, 0.1;
+  const Vec expected = A * Eigen::Map<const Vec>(x.data(), 2) + B * Eigen::Map<const Vec>(u.data(), 1);
+  EXPECT_LE(rel_err(Eigen::Map<const Vec>(f.data(), 2), expected), 1e-15);
+  // Negative control: the transposed A (a column-major misreading) gives another answer.
+  const Vec transposed = A.transpose() * Eigen::Map<const Vec>(x.data(), 2) + B * Eigen::Map<const Vec>(u.data(), 1);
+  EXPECT_GT(rel_err(Eigen::Map<const Vec>(f.data(), 2), transposed), 1e-3);
+
+  // pendulum: the same numbers through ParamMap give the same dynamics.
+  const Problem q = from_string(R"(
+name: q
+model: {type: pendulum, params: {mass: 2.0, length: 0.7, damping: 0.3}}
+horizon: {N: 5, dt: 0.1}
+x0: [0, 0]
+)");
+  ParamMap pm("model.params");
+  pm.set("mass", 2.0).set("length", 0.7).set("damping", 0.3);
+  const auto direct = knot::problems::make_model("pendulum", pm);
+  const std::vector<double> xp = {0.4, -0.2}, up = {0.1};
+  std::vector<double> f1(2), f2(2);
+  auto d1 = q.model->make_data();
+  auto d2 = direct->make_data();
+  q.model->dynamics(*d1, xp.data(), up.data(), f1.data());
+  direct->dynamics(*d2, xp.data(), up.data(), f2.data());
+  EXPECT_EQ(f1, f2);
+  ParamMap other("model.params");
+  other.set("mass", 2.0).set("length", 0.5).set("damping", 0.3);
+  std::vector<double> f3(2);
+  auto d3 = knot::problems::make_model("pendulum", other)->make_data();
+  knot::problems::make_model("pendulum", other)->dynamics(*d3, xp.data(), up.data(), f3.data());
+  EXPECT_NE(f1, f3);
+}
+
+TEST(Loader, ModelParameterErrorsNameTheKey) {
+  const std::string head = "name: p\nhorizon: {N: 5, dt: 0.1}\nx0: [0, 0]\n";
+  EXPECT_CONTAINS(error_of(head + "model: {type: pendulum, params: {mass: 1, lenght: 2}}\n"),
+                  "test.yaml:4:43: model.params.lenght: expected one of mass, length, gravity or damping, found "
+                  "unknown key 'lenght' (did you mean 'length'?)");
+  EXPECT_CONTAINS(error_of(head + "model: {type: pendulum, params: {mass: [1]}}\n"),
+                  "test.yaml:4:40: model.params.mass: expected a finite number, found a list of 1 item");
+  EXPECT_CONTAINS(error_of(head + "model: {type: pendulum, params: [1, 2]}\n"),
+                  "test.yaml:4:33: model.params: expected a mapping, found a list of 2 items");
+  EXPECT_CONTAINS(error_of(head + "model: {type: double_integrator, params: {dim: 1.5}}\n"),
+                  "model.params.dim: expected an integer in [1, 65536], found 1.5");
+  EXPECT_CONTAINS(error_of(head + "model: {type: linear, params: {nx: 2, nu: 1, A: [[1, 0], [0]], B: [[0], [1]]}}\n"),
+                  "model.params.A[1]: expected a row of 2 numbers, found a list of 1 item");
+  EXPECT_CONTAINS(error_of(head + "model: {type: manipulator, params: {urdf: nowhere.urdf}}\n"),
+                  "model.params.urdf: expected an existing file, found 'nowhere.urdf'");
+}
+
+// --- extends -----------------------------------------------------------------------------------
+
+TEST(Loader, ExtendsMergesMapsAndReplacesLists) {
+  const Problem p = load_problem(kSchema / "valid" / "child.yaml");
+  EXPECT_EQ(p.name, "child_of_mid");                     // child
+  EXPECT_EQ(p.description, "the grandparent");           // base
+  EXPECT_EQ(p.horizon.N, 40);                            // child
+  EXPECT_EQ(p.horizon.dt, 0.025);                        // mid
+  EXPECT_EQ(p.horizon.integrator, IntegratorType::Rk4);  // base
+  EXPECT_EQ(p.solver.max_iter, 60);                      // mid, merged into base's solver map
+  EXPECT_EQ(p.solver.linsys, "pcg");                     // base
+  ASSERT_EQ(p.costs.size(), 1u);                         // the child's list replaces base's two
+  EXPECT_EQ(p.costs[0]->info().name, "only");
+  ASSERT_EQ(p.constraints.size(), 1u);  // base
+  EXPECT_EQ(p.constraints[0]->info().name, "force_limit");
+  EXPECT_EQ(p.source, (kSchema / "valid" / "child.yaml").string());
+
+  // model.params merged across files: base's masses with mid's length.
+  ParamMap pm("model.params");
+  pm.set("cart_mass", 1.0).set("pole_mass", 0.1).set("length", 0.8);
+  ParamMap wrong("model.params");
+  wrong.set("cart_mass", 1.0).set("pole_mass", 0.1).set("length", 0.5);
+  const std::vector<double> x = {0.1, 0.5, -0.2, 0.3}, u = {1.5};
+  auto f = [&](const knot::problems::Model& m) {
+    std::vector<double> out(4);
+    auto d = m.make_data();
+    m.dynamics(*d, x.data(), u.data(), out.data());
+    return out;
+  };
+  EXPECT_EQ(f(*p.model), f(*knot::problems::make_model("cartpole", pm)));
+  EXPECT_NE(f(*p.model), f(*knot::problems::make_model("cartpole", wrong)));
+}
+
+TEST(Loader, ExtendsFromAStringResolvesAgainstBaseDirAndNullDropsAKey) {
+  const Problem p = from_string("extends: ../extends/base.yaml\nname: s\nconstraints: ~\nsolver:\n");
+  EXPECT_EQ(p.name, "s");
+  EXPECT_TRUE(p.constraints.empty());
+  EXPECT_EQ(p.solver.max_iter, SolverSettings{}.max_iter);
+  EXPECT_EQ(p.costs.size(), 2u);
+}
+
+TEST(Loader, InheritedPathsResolveNextToTheirOwnFile) {
+  // extends/nested/parent.yaml names ../../refs/wide.txt; from valid/ that path would leave the
+  // schema directory and not exist.
+  const Problem p = from_string("extends: ../extends/nested/parent.yaml\nname: s\n");
+  ASSERT_EQ(p.costs.size(), 1u);
+  EXPECT_EQ(p.costs[0]->reference()->rows(), 3);
+  EXPECT_CONTAINS(
+      error_of(kCartpole + "costs: [{type: control, weights: 1, reference: {file: ../../refs/wide.txt}}]\n"),
+      "costs[0].reference.file: expected an existing file");
+}
+
+TEST(Loader, ExtendsErrorsNameTheRightFile) {
+  try {
+    load_problem(kSchema / "invalid" / "extends_parent_error.yaml");
+    FAIL();
+  } catch (const ProblemError& e) {
+    EXPECT_EQ(fs::path(e.where().file).filename(), "bad_parent.yaml");
+    EXPECT_EQ(e.where().line, 4);
+    EXPECT_EQ(e.key_path(), "horizon.dt");
+  }
+  const std::string cycle = error_of("extends: ../extends/cycle_a.yaml\nname: s\n");
+  EXPECT_TRUE(contains(cycle, "cycle_b.yaml:1:10: extends: expected a chain of parent files without a cycle")) << cycle;
+  EXPECT_TRUE(contains(cycle, "cycle_a.yaml -> ")) << cycle;
+  EXPECT_CONTAINS(error_of("extends: ../extends/nope.yaml\nname: s\n"),
+                  "test.yaml:1:10: extends: expected an existing file");
+  EXPECT_CONTAINS(error_of("extends: [a.yaml]\nname: s\n"), "test.yaml:1:10: extends: expected a string");
+}
+
+// --- overrides ---------------------------------------------------------------------------------
+
+TEST(Loader, OverridesReplaceAddAndIndex) {
+  const fs::path file = kSchema / "valid" / "double_integrator.yaml";
+  const Problem p = load_problem(file, {"horizon.N=128", "x0=[0, 3.14, 0, 0]", "costs[1].weights=[1, 2]",
+                                        "solver.max_iter=7", "mpc.seed=42", "constraints[0].upper[1]=.inf"});
+  EXPECT_EQ(p.horizon.N, 128);
+  EXPECT_EQ(p.x0, (std::vector<double>{0, 3.14, 0, 0}));
+  const Vec x = Vec::Zero(4), u = Vec::Zero(2);
+  EXPECT_LE(rel_err(evaluate(p, *p.costs[1], 0, x, u).H, Mat(Vec((Vec(2) << 1, 2).finished()).asDiagonal())), kTol);
+  EXPECT_EQ(p.solver.max_iter, 7);  // the file has no solver section: --set adds it
+  EXPECT_EQ(p.mpc.seed, 42u);
+  EXPECT_EQ(p.constraints[0]->box()->upper, (std::vector<double>{1, kInf}));
+  // Untouched keys keep the file's values.
+  EXPECT_EQ(p.horizon.dt, 0.1);
+  EXPECT_EQ(p.costs.size(), 3u);
+}
+
+TEST(Loader, OverridesApplyAfterExtends) {
+  const Problem p = load_problem(kSchema / "valid" / "child.yaml", {"horizon.dt=0.5", "solver.linsys=bdsv"});
+  EXPECT_EQ(p.horizon.dt, 0.5);
+  EXPECT_EQ(p.horizon.N, 40);
+  EXPECT_EQ(p.solver.linsys, "bdsv");
+  EXPECT_EQ(p.solver.max_iter, 60);
+}
+
+TEST(Loader, OverrideErrorsNameTheOverride) {
+  const auto err = [](const std::string& set) {
+    try {
+      load_problem(kSchema / "valid" / "double_integrator.yaml", {set});
+    } catch (const ProblemError& e) {
+      EXPECT_EQ(e.where().file, "--set " + set);
+      EXPECT_EQ(e.where().line, 0);
+      return std::string(e.what());
+    }
+    ADD_FAILURE() << set << " was accepted";
+    return std::string();
+  };
+  EXPECT_EQ(err("horizon.M=3"),
+            "--set horizon.M=3: horizon.M: expected one of N, dt or integrator, found unknown key "
+            "'M' (did you mean 'N'?)");
+  EXPECT_EQ(err("horizon.dt=-1"), "--set horizon.dt=-1: horizon.dt: expected a number > 0, found -1");
+  EXPECT_CONTAINS(err("costs[7].weights=1"), "costs[7]: expected an index below 3 (the length of costs), found 7");
+  EXPECT_CONTAINS(err("x0.a=1"), "x0.a: expected a mapping at x0, found a list of 4 items");
+  EXPECT_CONTAINS(err("horizon[0]=1"), "horizon[0]: expected a list at horizon, found a mapping");
+  EXPECT_CONTAINS(err("horizon.N"), "expected key.path=value");
+  EXPECT_CONTAINS(err("costs[x].weights=1"), "expected a key path like horizon.N or costs[1].weights");
+  EXPECT_EQ(err("x0=[1, 2"), "--set x0=[1, 2: x0: expected a YAML value, found end of sequence flow not found");
+  EXPECT_CONTAINS(err("extends=other.yaml"), "extends: expected a key --set can change");
+  EXPECT_CONTAINS(err("solver.max_iter=0"), "solver.max_iter: expected an integer >= 1, found 0");
+}
+
+// --- describe ----------------------------------------------------------------------------------
+
+TEST(Loader, DescribeShowsTheResolvedProblem) {
+  const std::string d = describe(load_problem(kSchema / "valid" / "cartpole.yaml"));
+  for (const char* line :
+       {"problem      cartpole_track\n", "model        cartpole (nx 4, nu 1, nq 2)\n",
+        "states       p, theta, v, omega\n", "controls     F\n",
+        "horizon      N 20, dt 0.05 s, T 1 s, integrator semi_implicit_euler\n", "x0           [0, 3.14159, 0, 0]\n",
+        "costs        3\n",
+        "  [0] track: state, stages all, scale_by_dt false, weights diag [100, 100, 0.1, 0.1], reference 4 rows",
+        "  [1] force: control, stages running, scale_by_dt false, weights 0.01 I, reference 3 rows",
+        "  [2] terminal: state, stages terminal, scale_by_dt false, weights 1000 I, reference [0, 0, 0, 0]\n",
+        "constraints  2\n", "  [0] force_limit: control_box, inequality, 1 row, stages running, u[0] in [-inf, 80]\n",
+        "  [1] rail: state_box, inequality, 2 rows, stages all, x[0] in [-1, 1]\n", "solver       max_iter 100,",
+        "mpc          control_rate 1/dt, duration 5 s,"})
+    EXPECT_TRUE(contains(d, line)) << "missing: " << line << "\nin:\n" << d;
+  // A full weight matrix is reported as such.
+  const std::string full = describe(load_problem(kSchema / "valid" / "linear.yaml"));
+  EXPECT_TRUE(contains(full, "weights full 2x2, diag [2, 1]")) << full;
+}
+
+// --- hostile documents -------------------------------------------------------------------------
+
+TEST(Loader, AliasExpansionIsBounded) {
+  // Ten aliases per level, seven levels: 10^7 nodes once expanded, far over the limit.
+  std::string bomb = "a0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n";
+  for (int i = 1; i <= 7; ++i) {
+    // Appended piecewise: GCC 12 warns (-Wrestrict, a false positive) on chains of operator+.
+    const std::string id = std::to_string(i), prev = std::to_string(i - 1);
+    bomb.append("a").append(id).append(": &a").append(id).append(" [");
+    for (int j = 0; j < 10; ++j) bomb.append(j ? ", *a" : "*a").append(prev);
+    bomb.append("]\n");
+  }
+  EXPECT_CONTAINS(error_of(bomb), "expected a document of at most 500000 nodes");
+  // Nesting beyond the limit is refused before any recursion gets deep.
+  EXPECT_CONTAINS(error_of("name: " + std::string(100, '[') + std::string(100, ']') + "\n"),
+                  "expected nesting at most 64 levels deep");
+}
+
+TEST(Loader, OddBytesAreAnError) {
+  const std::string nul("name: p\0\x01\x7f\n", 12);
+  EXPECT_THROW(from_string(nul), ProblemError);
+  EXPECT_THROW(from_string("\xff\xfe garbage: [\n"), ProblemError);
+  EXPECT_THROW(from_string("? [complex, key]\n: 1\n"), ProblemError);
+  EXPECT_THROW(from_string(": 1\n"), ProblemError);
+}
+
+TEST(Loader, DuplicateKeysInNestedMapsNameTheirPath) {
+  EXPECT_CONTAINS(error_of("name: p\nhorizon: {N: 1, N: 2}\n"),
+                  "test.yaml:2:17: horizon.N: expected each key once per mapping, found a duplicate of the key");
+}
+
+TEST(Loader, MissingFileIsAProblemError) {
+  try {
+    load_problem(kSchema / "no_such_problem.yaml");
+    FAIL();
+  } catch (const ProblemError& e) {
+    EXPECT_TRUE(contains(e.what(), "expected an existing file")) << e.what();
+  }
+  // A directory is not a problem file.
+  EXPECT_THROW(load_problem(kSchema), ProblemError);
+}
+
+}  // namespace
