@@ -17,6 +17,7 @@ cmake --preset release >/dev/null
 if [ "$mode" = run ]; then
   cmake --build --preset release -j "$jobs" --target knot
   build/release/tools/knot/knot info
+  build/release/tools/knot/knot check configs/cartpole_swingup.yaml
   build/release/tools/knot/knot bench linalg --quick
 else
   cmake --build --preset release -j "$jobs"
