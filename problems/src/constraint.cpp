@@ -4,18 +4,14 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include "text.hpp"
+#include "kinematic_scratch.hpp"
 
 namespace knot::problems {
 namespace {
 
 [[noreturn]] void fail(const TermInfo& info, std::string_view type, const std::string& what) {
   throw std::invalid_argument("constraint '" + info.name + "' (" + std::string(type) + "): " + what);
-}
-
-std::string show(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  return std::to_string(v);
 }
 
 // Bounds of `count` entries: lower[i] <= upper[i], no NaN, no +inf lower or -inf upper.
@@ -26,7 +22,7 @@ void check_bounds(const TermInfo& info, std::string_view type, std::size_t count
     if (std::isnan(lo) || std::isnan(hi) || lo == INFINITY || hi == -INFINITY || lo > hi)
       fail(info, type,
            "bounds of entry " + std::to_string(i) + ": expected lower <= upper (each finite or the matching infinity), "
-           "found [" + show(lo) + ", " + show(hi) + "]");
+           "found [" + text::format_number(lo) + ", " + text::format_number(hi) + "]");
   }
 }
 
@@ -84,32 +80,8 @@ void check_kinematics(const TermInfo& info, std::string_view type, const std::sh
   if (frame < 0 || frame >= frames)
     fail(info, type, "frame: expected an index in [0, " + std::to_string(frames) + "), found " + std::to_string(frame));
   for (double v : offset)
-    if (!std::isfinite(v)) fail(info, type, "offset: expected finite values, found " + show(v));
+    if (!std::isfinite(v)) fail(info, type, "offset: expected finite values, found " + text::format_number(v));
 }
-
-// Scratch for a 3 x nx kinematic Jacobian: on the stack up to kStackColumns states (every model
-// Knot ships), else a per-thread buffer that grows once; evaluation stays allocation-free after
-// the first call and terms stay shareable between threads.
-class Jacobian3 {
- public:
-  explicit Jacobian3(int nx) {
-    if (nx <= kStackColumns) {
-      data_ = stack_.data();
-    } else {
-      thread_local std::vector<double> heap;
-      if (heap.size() < 3 * static_cast<std::size_t>(nx)) heap.resize(3 * static_cast<std::size_t>(nx));
-      data_ = heap.data();
-    }
-  }
-  Jacobian3(const Jacobian3&) = delete;
-  Jacobian3& operator=(const Jacobian3&) = delete;
-  double* data() { return data_; }
-
- private:
-  static constexpr int kStackColumns = 64;
-  std::array<double, 3 * kStackColumns> stack_;
-  double* data_;
-};
 
 // World position of the term's point and, when J is not null, its Jacobian (3 x nx).
 void position(const Model& model, const StagePoint& p, const TermInfo& info, std::string_view type, int frame,
@@ -187,9 +159,9 @@ CircleObstacle::CircleObstacle(TermInfo info, const Model& model, std::array<dou
       fail(info_, type(), "planar position: expected state indices in [0, " + std::to_string(nx_) + "), found " +
                               std::to_string(i));
   if (!std::isfinite(center_[0]) || !std::isfinite(center_[1]))
-    fail(info_, type(), "center: expected finite values, found [" + show(center_[0]) + ", " + show(center_[1]) + "]");
+    fail(info_, type(), "center: expected finite values, found [" + text::format_number(center_[0]) + ", " + text::format_number(center_[1]) + "]");
   if (!(radius_ > 0) || !std::isfinite(radius_))
-    fail(info_, type(), "radius: expected a finite value > 0, found " + show(radius_));
+    fail(info_, type(), "radius: expected a finite value > 0, found " + text::format_number(radius_));
 }
 
 void CircleObstacle::evaluate(const StagePoint& p, double* g) const {
@@ -215,7 +187,7 @@ EndEffectorHeight::EndEffectorHeight(TermInfo info, std::shared_ptr<const Model>
                                      std::array<double, 3> offset, double z_min)
     : ConstraintTerm(std::move(info)), model_(std::move(model)), frame_(frame), offset_(offset), z_min_(z_min) {
   check_kinematics(info_, type(), model_, frame_, offset_);
-  if (!std::isfinite(z_min_)) fail(info_, type(), "z_min: expected a finite value, found " + show(z_min_));
+  if (!std::isfinite(z_min_)) fail(info_, type(), "z_min: expected a finite value, found " + text::format_number(z_min_));
 }
 
 void EndEffectorHeight::evaluate(const StagePoint& p, double* g) const {
@@ -291,7 +263,7 @@ StateEquality::StateEquality(TermInfo info, int nx, std::vector<int> index, std:
              std::to_string(target.size()));
   check_index(info_, type(), nx_, index);
   for (double v : target)
-    if (!std::isfinite(v)) fail(info_, type(), "target: expected finite values, found " + show(v));
+    if (!std::isfinite(v)) fail(info_, type(), "target: expected finite values, found " + text::format_number(v));
   index_ = std::move(index);
   target_ = std::move(target);
 }

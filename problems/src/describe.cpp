@@ -4,16 +4,10 @@
 #include <sstream>
 
 #include "knot/problems/loader.hpp"
+#include "text.hpp"
 
 namespace knot::problems {
 namespace {
-
-std::string num(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char buf[64];
-  return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
-}
 
 // [a, b, c], cut short after `max` entries.
 template <class Seq>
@@ -27,7 +21,7 @@ std::string list(const Seq& v, std::size_t max = 12) {
     }
     if (i++ > 0) out += ", ";
     if constexpr (std::is_arithmetic_v<std::decay_t<decltype(x)>>)
-      out += num(static_cast<double>(x));
+      out += text::format_number(static_cast<double>(x));
     else
       out += x;
   }
@@ -71,7 +65,7 @@ std::string weights(const Problem& p, const CostTerm& c) {
     }
   std::vector<double> diag;
   for (std::size_t i = 0; i < un; ++i) diag.push_back(H[i * un + i]);
-  if (n > 0 && scalar) return "weights " + num(H[0]) + " I";
+  if (n > 0 && scalar) return "weights " + text::format_number(H[0]) + " I";
   if (diagonal) return "weights diag " + list(diag);
   return "weights full " + std::to_string(n) + "x" + std::to_string(n) + ", diag " + list(diag);
 }
@@ -87,7 +81,7 @@ std::string bounds(const BoxBounds& b) {
   const std::size_t shown = std::min<std::size_t>(b.index.size(), 6);
   for (std::size_t i = 0; i < shown; ++i)
     out += std::string(i ? ", " : "") + (b.on_control ? "u[" : "x[") + std::to_string(b.index[i]) + "] in [" +
-           num(b.lower[i]) + ", " + num(b.upper[i]) + "]";
+           text::format_number(b.lower[i]) + ", " + text::format_number(b.upper[i]) + "]";
   if (shown < b.index.size()) out += ", ... (" + std::to_string(b.index.size()) + " in all)";
   return out;
 }
@@ -108,7 +102,7 @@ std::string describe(const Problem& p) {
   o << "states       " << names(p.state_names.empty() ? p.model->state_names() : p.state_names) << "\n";
   o << "controls     " << names(p.control_names.empty() ? p.model->control_names() : p.control_names) << "\n";
   const Horizon& h = p.horizon;
-  o << "horizon      N " << h.N << ", dt " << num(h.dt) << " s, T " << num(h.N * h.dt) << " s, integrator "
+  o << "horizon      N " << h.N << ", dt " << text::format_number(h.dt) << " s, T " << text::format_number(h.N * h.dt) << " s, integrator "
     << to_string(h.integrator) << "\n";
   o << "x0           " << list(p.x0, 24) << "\n";
 
@@ -131,20 +125,20 @@ std::string describe(const Problem& p) {
   }
 
   const SolverSettings& s = p.solver;
-  o << "solver       max_iter " << s.max_iter << ", time_limit " << num(s.time_limit) << " s, tol_stationarity "
-    << num(s.tol_stationarity) << ", tol_feasibility " << num(s.tol_feasibility) << ", tol_complementarity "
-    << num(s.tol_complementarity) << "\n             linsys " << s.linsys << ", hessian " << s.hessian
-    << ", globalization " << s.globalization << ", pcg_tol " << num(s.pcg_tol) << ", pcg_max_iter " << s.pcg_max_iter
-    << ", regularization " << num(s.regularization) << ", mu_init " << num(s.mu_init) << ", verbose "
+  o << "solver       max_iter " << s.max_iter << ", time_limit " << text::format_number(s.time_limit) << " s, tol_stationarity "
+    << text::format_number(s.tol_stationarity) << ", tol_feasibility " << text::format_number(s.tol_feasibility) << ", tol_complementarity "
+    << text::format_number(s.tol_complementarity) << "\n             linsys " << s.linsys << ", hessian " << s.hessian
+    << ", globalization " << s.globalization << ", pcg_tol " << text::format_number(s.pcg_tol) << ", pcg_max_iter " << s.pcg_max_iter
+    << ", regularization " << text::format_number(s.regularization) << ", mu_init " << text::format_number(s.mu_init) << ", verbose "
     << (s.verbose ? "true" : "false") << "\n";
   const MpcSettings& m = p.mpc;
-  o << "mpc          control_rate " << (m.control_rate > 0 ? num(m.control_rate) + " Hz" : "1/dt") << ", duration "
-    << num(m.duration) << " s, iterations_per_step " << m.iterations_per_step << ", noise_std " << num(m.noise_std)
+  o << "mpc          control_rate " << (m.control_rate > 0 ? text::format_number(m.control_rate) + " Hz" : "1/dt") << ", duration "
+    << text::format_number(m.duration) << " s, iterations_per_step " << m.iterations_per_step << ", noise_std " << text::format_number(m.noise_std)
     << ", seed " << m.seed << "\n             plant_params_scale "
     << (m.plant_params_scale.empty() ? "none" : list(m.plant_params_scale)) << ", disturbances "
     << m.disturbances.size();
   for (const Disturbance& d : m.disturbances)
-    o << "\n               at " << num(d.time) << " s: " << list(d.state_kick);
+    o << "\n               at " << text::format_number(d.time) << " s: " << list(d.state_kick);
   o << "\n";
   return o.str();
 }

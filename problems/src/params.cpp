@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "knot/problems/error.hpp"
+#include "text.hpp"
 
 namespace knot::problems {
 namespace {
@@ -19,18 +20,11 @@ std::string cat(std::initializer_list<std::string_view> parts) {
   return s;
 }
 
-std::string show(double v) {
-  std::ostringstream s;
-  s.precision(12);
-  s << v;
-  return s.str();
-}
-
 // "a number in [lo, hi]", dropping a side that is the type's limit.
 std::string range_text(const char* what, double lo, double hi) {
-  if (lo > -kMax && hi < kMax) return cat({what, " in [", show(lo), ", ", show(hi), "]"});
-  if (lo > -kMax) return cat({what, " >= ", show(lo)});
-  if (hi < kMax) return cat({what, " <= ", show(hi)});
+  if (lo > -kMax && hi < kMax) return cat({what, " in [", text::format_number(lo), ", ", text::format_number(hi), "]"});
+  if (lo > -kMax) return cat({what, " >= ", text::format_number(lo)});
+  if (hi < kMax) return cat({what, " <= ", text::format_number(hi)});
   return what;
 }
 
@@ -39,7 +33,7 @@ std::string describe_value(const std::vector<double>& numbers, int rows, int col
                            const std::string& text) {
   if (is_text) return cat({"'", text, "'"});
   if (rows > 0 || cols > 0) return cat({"a ", std::to_string(rows), " x ", std::to_string(cols), " matrix"});
-  if (numbers.size() == 1) return show(numbers[0]);
+  if (numbers.size() == 1) return text::format_number(numbers[0]);
   return cat({"a list of ", std::to_string(numbers.size()), " numbers"});
 }
 
@@ -79,7 +73,7 @@ double ParamMap::number(std::string_view key, double fallback, double lo, double
   if (v.is_text || (v.rows > 0 || v.cols > 0) || v.numbers.size() != 1)
     fail(key, range_text("a number", lo, hi), describe_value(v.numbers, v.rows, v.cols, v.is_text, v.text));
   const double x = v.numbers[0];
-  if (!std::isfinite(x) || x < lo || x > hi) fail(key, range_text("a finite number", lo, hi), show(x));
+  if (!std::isfinite(x) || x < lo || x > hi) fail(key, range_text("a finite number", lo, hi), text::format_number(x));
   return x;
 }
 
@@ -91,7 +85,7 @@ int ParamMap::integer(std::string_view key, int fallback, int lo, int hi) const 
   if (v.is_text || (v.rows > 0 || v.cols > 0) || v.numbers.size() != 1)
     fail(key, expected, describe_value(v.numbers, v.rows, v.cols, v.is_text, v.text));
   const double x = v.numbers[0];
-  if (!std::isfinite(x) || x != std::floor(x) || x < lo || x > hi) fail(key, expected, show(x));
+  if (!std::isfinite(x) || x != std::floor(x) || x < lo || x > hi) fail(key, expected, text::format_number(x));
   return static_cast<int>(x);
 }
 
@@ -115,7 +109,7 @@ std::vector<double> ParamMap::vector(std::string_view key, std::vector<double> f
     fail(key, expected, describe_value(v.numbers, v.rows, v.cols, v.is_text, v.text));
   for (std::size_t i = 0; i < v.numbers.size(); ++i)
     if (!std::isfinite(v.numbers[i]))
-      fail(key, cat({expected, ", all finite"}), cat({show(v.numbers[i]), " at index ", std::to_string(i)}));
+      fail(key, cat({expected, ", all finite"}), cat({text::format_number(v.numbers[i]), " at index ", std::to_string(i)}));
   return v.numbers;
 }
 
@@ -138,7 +132,7 @@ std::vector<double> ParamMap::matrix(std::string_view key, int rows, int cols) c
       const double x = v.numbers[std::size_t(i) * cols + j];
       if (!std::isfinite(x))
         fail(key, cat({expected, " of finite numbers"}),
-             cat({show(x), " at row ", std::to_string(i), ", column ", std::to_string(j)}));
+             cat({text::format_number(x), " at row ", std::to_string(i), ", column ", std::to_string(j)}));
       col_major[std::size_t(j) * rows + i] = x;
     }
   return col_major;

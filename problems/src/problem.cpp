@@ -5,16 +5,10 @@
 
 #include "knot/problems/error.hpp"
 #include "settings_check.hpp"
+#include "text.hpp"
 
 namespace knot::problems {
 namespace {
-
-std::string text(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char buf[64];
-  return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
-}
 
 std::string at(const char* section, std::size_t i) { return std::string(section) + "[" + std::to_string(i) + "]"; }
 
@@ -32,14 +26,14 @@ void Problem::validate() const {
   const std::size_t unx = static_cast<std::size_t>(nx), unu = static_cast<std::size_t>(nu);
 
   if (horizon.N < 1) fail("horizon.N", "an integer >= 1", std::to_string(horizon.N));
-  if (!(std::isfinite(horizon.dt) && horizon.dt > 0)) fail("horizon.dt", "a finite number > 0", text(horizon.dt));
+  if (!(std::isfinite(horizon.dt) && horizon.dt > 0)) fail("horizon.dt", "a finite number > 0", text::format_number(horizon.dt));
   if (horizon.integrator == IntegratorType::SemiImplicitEuler && model->nq() == 0)
     fail("horizon.integrator", "an integrator the model supports (semi_implicit_euler needs Model::nq > 0)",
          "semi_implicit_euler");
 
   if (x0.size() != unx) fail("x0", std::to_string(nx) + " values (nx)", std::to_string(x0.size()));
   for (std::size_t i = 0; i < x0.size(); ++i)
-    if (!std::isfinite(x0[i])) fail(at("x0", i), "a finite number", text(x0[i]));
+    if (!std::isfinite(x0[i])) fail(at("x0", i), "a finite number", text::format_number(x0[i]));
   // Empty name lists are allowed for problems built in C++; the model's names apply.
   if (!state_names.empty() && state_names.size() != unx)
     fail("state_names", std::to_string(nx) + " names (nx)", std::to_string(state_names.size()));

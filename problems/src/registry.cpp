@@ -15,6 +15,7 @@
 #include "knot/problems/models/pendulum.hpp"
 #include "knot/problems/models/quadrotor.hpp"
 #include "knot/problems/models/unicycle.hpp"
+#include "text.hpp"
 
 namespace knot::problems {
 namespace {
@@ -29,17 +30,10 @@ using models::Pendulum;
 using models::Quadrotor;
 using models::Unicycle;
 
-std::string show(double v) {
-  std::ostringstream s;
-  s.precision(12);
-  s << v;
-  return s.str();
-}
-
 // A physical constant that must be strictly positive (a mass, a length, an inertia).
 double positive(const ParamReader& p, std::string_view key, double fallback) {
   const double v = p.number(key, fallback);
-  if (!(v > 0)) p.fail(key, "a number > 0", show(v));
+  if (!(v > 0)) p.fail(key, "a number > 0", text::format_number(v));
   return v;
 }
 
@@ -102,7 +96,7 @@ std::shared_ptr<const Model> make_quadrotor(const ParamReader& p) {
   for (int i = 0; i < 3; ++i) {
     if (!(inertia[i] > 0))
       p.fail("inertia", "3 numbers > 0 (Ixx, Iyy, Izz)",
-             show(inertia[i]).append(" at index ").append(std::to_string(i)));
+             text::format_number(inertia[i]).append(" at index ").append(std::to_string(i)));
     q.inertia[i] = inertia[i];
   }
   q.kM = p.number("kM", q.kM);
@@ -175,21 +169,6 @@ const Entry kEntries[] = {
      make_manipulator},
 };
 
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
 }  // namespace
 
 std::vector<ModelInfo> model_types() {
@@ -207,7 +186,7 @@ std::shared_ptr<const Model> make_model(std::string_view type, const ParamReader
   std::size_t best = std::string_view::npos;
   for (const Entry& e : kEntries) {
     known.append(known.empty() ? "" : ", ").append(e.type);
-    const std::size_t d = edit_distance(type, e.type);
+    const std::size_t d = text::edit_distance(type, e.type);
     if (d < best) {
       best = d;
       closest = &e;

@@ -6,17 +6,11 @@
 #include <iterator>
 
 #include "settings_check.hpp"
+#include "text.hpp"
 
 namespace knot::problems {
 namespace detail {
 namespace {
-
-std::string text(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char buf[64];
-  return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
-}
 
 // "name[i]", appended piecewise: GCC 12 warns (-Wrestrict, a false positive) on "[" + to_string(i).
 std::string indexed(std::string name, std::size_t i) {
@@ -26,12 +20,12 @@ std::string indexed(std::string name, std::size_t i) {
 
 std::optional<SettingIssue> positive(const char* field, double v) {
   if (std::isfinite(v) && v > 0) return std::nullopt;
-  return SettingIssue{field, "a finite number > 0", text(v)};
+  return SettingIssue{field, "a finite number > 0", text::format_number(v)};
 }
 
 std::optional<SettingIssue> nonnegative(const char* field, double v) {
   if (std::isfinite(v) && v >= 0) return std::nullopt;
-  return SettingIssue{field, "a finite number >= 0", text(v)};
+  return SettingIssue{field, "a finite number >= 0", text::format_number(v)};
 }
 
 std::optional<SettingIssue> at_least_one(const char* field, int v) {
@@ -78,7 +72,7 @@ std::optional<SettingIssue> check(const MpcSettings& s) {
     if (d.state_kick.empty()) return SettingIssue{at + ".state_kick", "a non-empty list of numbers", "an empty list"};
     for (std::size_t j = 0; j < d.state_kick.size(); ++j)
       if (!std::isfinite(d.state_kick[j]))
-        return SettingIssue{indexed(at + ".state_kick", j), "a finite number", text(d.state_kick[j])};
+        return SettingIssue{indexed(at + ".state_kick", j), "a finite number", text::format_number(d.state_kick[j])};
   }
   if (auto issue = nonnegative("noise_std", s.noise_std)) return issue;
   return std::nullopt;

@@ -6,6 +6,8 @@
 // and reads values from them. Errors inside an extended parent name that parent's file.
 #pragma once
 
+#include "text.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -90,13 +92,11 @@ bool parse_integer(std::string_view text, long long& out);
 
 // How a node reads in a message: 0.5, 'abc', "quoted", a list of 3 items, a mapping, nothing.
 std::string found(const Node& node);
-// Shortest text that reads back to the same double (1, 0.05, 1e-08, inf).
-std::string format_number(double v);
+using text::format_number;
 // `text` quoted for a message, cut short when long.
 std::string quote(std::string_view text);
 
-// The candidate closest to `word` by edit distance, or empty when none is plausibly meant.
-std::string closest(std::string_view word, const std::vector<std::string>& candidates);
+using text::closest;
 // "a, b or c".
 std::string join_alternatives(const std::vector<std::string>& words);
 
