@@ -1,0 +1,197 @@
+// The LQ subproblem of one SQP iteration and the solver object for it.
+//
+//   minimize   sum_{k=0}^{N-1} ( 1/2 [x_k; u_k]' [Q_k S_k'; S_k R_k] [x_k; u_k] + q_k' x_k + r_k' u_k )
+//              + 1/2 x_N' Q_N x_N + q_N' x_N
+//   subject to x_0 = x_init,   x_{k+1} = A_k x_k + B_k u_k + c_k     (k = 0 .. N-1)
+//
+// Multipliers (one convention for every backend): with the Lagrangian
+//   L = cost + lambda_0'(x_init - x_0) + sum_k lambda_{k+1}'(A_k x_k + B_k u_k + c_k - x_{k+1})
+// stationarity reads
+//   x_k:  Q_k x_k + S_k' u_k + q_k - lambda_k + A_k' lambda_{k+1} = 0     (k < N)
+//   x_N:  Q_N x_N + q_N - lambda_N = 0
+//   u_k:  R_k u_k + S_k x_k + r_k + B_k' lambda_{k+1} = 0
+// so lambda_k is the costate: the gradient of the optimal cost-to-go at x_k (Riccati: P_k x_k + p_k).
+//
+// Storage: every block column-major and contiguous, block k of a family right after block k-1
+// (LqData's accessors give the offsets). Q_k and R_k are symmetric with BOTH triangles stored.
+//
+// Backends (Linsys), all of which return the same x, u, lambda:
+//   Riccati  backward Riccati recursion with the S_k cross terms and a forward rollout; needs only
+//            R_k + B_k' P_{k+1} B_k positive definite. The CPU default.
+//   Bdsv     Schur complement of the stage blocks G_k = [Q_k S_k'; S_k R_k] (positive definite
+//            block-tridiagonal, state-sized blocks), solved by block Cholesky.
+//   Pcg      the same Schur system solved by preconditioned conjugate gradient (inexact).
+//   KktLdlt  LDL' (Bunch-Kaufman) of the whole KKT matrix in stage order; reports the inertia.
+//   Auto     chosen at construction by size (docs/solver-lq.md).
+// docs/solver-lq.md derives each method, the Schur regularization and its accuracy.
+//
+// LqSolver allocates all it needs at construction; solve() allocates nothing and never throws on
+// numerical trouble (a status), only on data of the wrong size.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace knot::solver {
+
+enum class Linsys { Pcg, Bdsv, Riccati, KktLdlt, Auto };
+
+// Preconditioner of the Pcg backend (knot/linalg/precond.hpp).
+enum class Preconditioner { BlockJacobi, Stair };
+
+enum class LqStatus {
+  Solved,               // x, u, lambda solve the KKT system (Pcg: to its tolerance)
+  NotPositiveDefinite,  // a factorization met a non-positive pivot (Riccati: R_k + B_k'P_{k+1}B_k;
+                        // Bdsv/Pcg: a regularized G_k or the Schur complement); KktLdlt: the inertia
+                        // is not that of a strict minimizer (x, u, lambda are then a KKT point when
+                        // stats().inertia_zero == 0, else undefined)
+  MaxIterations,        // Pcg hit pcg_max_iters, or the Schur refinement stalled above its tolerance
+  NonFinite,            // NaN or Inf in the data or the result
+};
+
+const char* to_string(Linsys linsys);
+const char* to_string(Preconditioner preconditioner);
+// A one-line explanation of the status.
+const char* to_string(LqStatus status);
+
+struct LqOptions {
+  Linsys linsys = Linsys::Auto;
+
+  // Pcg: stop when r'P^-1 r < pcg_rel_tol * gamma'P^-1 gamma (r the residual of S lambda = gamma,
+  // P^-1 the preconditioner; the measure is squared, so 1e-20 is about 1e-10 on the residual),
+  // after at most pcg_max_iters iterations. The reference is the right-hand side, not the first
+  // residual, so a warm start near the answer stops early.
+  Preconditioner preconditioner = Preconditioner::Stair;
+  double pcg_rel_tol = 1e-20;
+  int pcg_max_iters = 1000;
+  bool pcg_warm_start = false;  // start from the lambda the solution holds on entry (else zero)
+
+  // Schur backends (Bdsv, Pcg): a stage block G_k that is singular or nearly so (its Cholesky fails,
+  // or an eigenvalue estimate falls below rho_k) is replaced by G_k + rho_k I with
+  // rho_k = schur_reg * max_i G_k(i,i); the answer is then corrected by iterative refinement against
+  // the unregularized KKT system, at most max_refinement steps, until the KKT residual's inf-norm is
+  // below refine_tol * (1 + inf-norm of q, r, c, x_init).
+  double schur_reg = 1e-6;
+  int max_refinement = 10;
+  double refine_tol = 1e-12;
+
+  // KktLdlt: steps of iterative refinement after the solve (each costs one more solve).
+  int kkt_refinement = 1;
+
+  // Names the first invalid field and its value; empty when valid.
+  std::string validate() const;
+};
+
+// One LQ subproblem; the vectors are sized by the constructor and never resized by the solver.
+struct LqData {
+  LqData() = default;
+  LqData(int nx, int nu, int N);
+
+  int nx = 0, nu = 0, N = 0;
+  std::vector<double> A;       // N blocks nx x nx
+  std::vector<double> B;       // N blocks nx x nu
+  std::vector<double> c;       // N vectors nx
+  std::vector<double> Q;       // N+1 blocks nx x nx, symmetric
+  std::vector<double> R;       // N blocks nu x nu, symmetric
+  std::vector<double> S;       // N blocks nu x nx (the cost term u_k' S_k x_k)
+  std::vector<double> q;       // N+1 vectors nx
+  std::vector<double> r;       // N vectors nu
+  std::vector<double> x_init;  // nx
+
+  double* A_k(int k) { return A.data() + static_cast<std::size_t>(k) * nx * nx; }
+  double* B_k(int k) { return B.data() + static_cast<std::size_t>(k) * nx * nu; }
+  double* c_k(int k) { return c.data() + static_cast<std::size_t>(k) * nx; }
+  double* Q_k(int k) { return Q.data() + static_cast<std::size_t>(k) * nx * nx; }
+  double* R_k(int k) { return R.data() + static_cast<std::size_t>(k) * nu * nu; }
+  double* S_k(int k) { return S.data() + static_cast<std::size_t>(k) * nu * nx; }
+  double* q_k(int k) { return q.data() + static_cast<std::size_t>(k) * nx; }
+  double* r_k(int k) { return r.data() + static_cast<std::size_t>(k) * nu; }
+  const double* A_k(int k) const { return A.data() + static_cast<std::size_t>(k) * nx * nx; }
+  const double* B_k(int k) const { return B.data() + static_cast<std::size_t>(k) * nx * nu; }
+  const double* c_k(int k) const { return c.data() + static_cast<std::size_t>(k) * nx; }
+  const double* Q_k(int k) const { return Q.data() + static_cast<std::size_t>(k) * nx * nx; }
+  const double* R_k(int k) const { return R.data() + static_cast<std::size_t>(k) * nu * nu; }
+  const double* S_k(int k) const { return S.data() + static_cast<std::size_t>(k) * nu * nx; }
+  const double* q_k(int k) const { return q.data() + static_cast<std::size_t>(k) * nx; }
+  const double* r_k(int k) const { return r.data() + static_cast<std::size_t>(k) * nu; }
+};
+
+struct LqSolution {
+  LqSolution() = default;
+  LqSolution(int nx, int nu, int N);
+
+  int nx = 0, nu = 0, N = 0;
+  std::vector<double> x;       // N+1 vectors nx
+  std::vector<double> u;       // N vectors nu
+  std::vector<double> lambda;  // N+1 vectors nx (the convention above)
+
+  double* x_k(int k) { return x.data() + static_cast<std::size_t>(k) * nx; }
+  double* u_k(int k) { return u.data() + static_cast<std::size_t>(k) * nu; }
+  double* lambda_k(int k) { return lambda.data() + static_cast<std::size_t>(k) * nx; }
+  const double* x_k(int k) const { return x.data() + static_cast<std::size_t>(k) * nx; }
+  const double* u_k(int k) const { return u.data() + static_cast<std::size_t>(k) * nu; }
+  const double* lambda_k(int k) const { return lambda.data() + static_cast<std::size_t>(k) * nx; }
+};
+
+// What the last solve() did. Fields that do not apply to the backend that ran stay at their zero.
+struct LqStats {
+  Linsys linsys = Linsys::Riccati;  // the backend that ran (Auto resolved)
+  int failed_stage = -1;            // NotPositiveDefinite: the stage k whose R_k + B_k'P_{k+1}B_k
+                                    // (Riccati) or G_k (Schur) failed, or the block-row of the pcg
+                                    // preconditioner; -1 otherwise (and for bdsv's factorization)
+  // Pcg
+  int pcg_iterations = 0;           // of the first solve (refinement solves add theirs below)
+  int pcg_iterations_total = 0;
+  // Bdsv, Pcg: stages whose G_k was regularized, the largest rho_k used, refinement steps taken and
+  // the final inf-norm of the unregularized KKT residual (computed only when regularizing).
+  int regularized_stages = 0;
+  double regularization = 0;
+  int refinement_steps = 0;
+  double kkt_residual = 0;
+  // KktLdlt: inertia of the KKT matrix (a strict minimizer has inertia_pos == N*(nx+nu) + nx and
+  // inertia_neg == (N+1)*nx), 2x2 pivots taken.
+  int inertia_pos = 0, inertia_neg = 0, inertia_zero = 0;
+  int n2x2 = 0;
+};
+
+// Inf-norms of the KKT residual of (x, u, lambda) for the problem, from the data (no matrix):
+// stationarity (the three lines above) and feasibility (initial state and dynamics).
+struct LqResidual {
+  double stationarity = 0;
+  double feasibility = 0;
+};
+LqResidual lq_kkt_residual(const LqData& data, const LqSolution& solution);
+
+// The backend Auto picks for a size (docs/solver-lq.md gives the measurements behind the rule).
+Linsys lq_auto_linsys(int nx, int nu, int N);
+
+class LqSolver {
+ public:
+  // Allocates every workspace of the chosen backend. Throws std::invalid_argument for nx < 1,
+  // nu < 1, N < 1 or invalid options (the message names the bad value).
+  LqSolver(int nx, int nu, int N, const LqOptions& options = {});
+  ~LqSolver();
+  LqSolver(LqSolver&&) noexcept;
+  LqSolver& operator=(LqSolver&&) noexcept;
+
+  // Solves the LQ subproblem into `solution`; allocates nothing. Throws std::invalid_argument only
+  // when data or solution do not have this solver's sizes.
+  LqStatus solve(const LqData& data, LqSolution& solution);
+
+  const LqStats& stats() const;
+  const LqOptions& options() const;
+  Linsys linsys() const;  // the backend in use (Auto resolved)
+  int nx() const;
+  int nu() const;
+  int N() const;
+  // Heap bytes the constructor allocated: the workspace (one aligned block) and the solver objects.
+  std::size_t bytes_allocated() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace knot::solver

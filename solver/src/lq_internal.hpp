@@ -1,0 +1,123 @@
+// Internals shared by the LQ backends (not installed): the workspace arena, the backend interface,
+// the compile-time size dispatch and small block helpers.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <new>
+#include <type_traits>
+#include <utility>
+
+#include "knot/linalg/config.hpp"
+#include "knot/linalg/group.hpp"
+#include "knot/solver/lq.hpp"
+
+namespace knot::solver::detail {
+
+using linalg::kDynamic;
+using Serial = linalg::SerialGroup;
+
+// One 64-byte-aligned heap block carved into arrays. Two phases: reserve() every array (offsets in
+// doubles, each rounded up to a cache line), then allocate() once; solve() only uses the pointers.
+class Arena {
+ public:
+  std::size_t reserve(std::size_t doubles) {
+    const std::size_t at = size_;
+    size_ += (doubles + 7) / 8 * 8;
+    return at;
+  }
+  std::size_t reserve_ints(std::size_t ints) { return reserve((ints * sizeof(int) + sizeof(double) - 1) / sizeof(double)); }
+  void allocate() {
+    const std::size_t n = size_ > 0 ? size_ : 8;
+    data_.reset(static_cast<double*>(::operator new(n * sizeof(double), std::align_val_t{64})));
+    for (std::size_t i = 0; i < n; ++i) data_.get()[i] = 0.0;
+    bytes_ = n * sizeof(double);
+  }
+  double* at(std::size_t offset) const { return data_.get() + offset; }
+  int* ints_at(std::size_t offset) const { return reinterpret_cast<int*>(data_.get() + offset); }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  struct Free {
+    void operator()(double* p) const { ::operator delete(p, std::align_val_t{64}); }
+  };
+  std::unique_ptr<double, Free> data_;
+  std::size_t size_ = 0, bytes_ = 0;
+};
+
+// A backend: created (and allocating) once, solved many times without allocating.
+class LqBackend {
+ public:
+  virtual ~LqBackend() = default;
+  virtual LqStatus solve(const LqData& data, LqSolution& sol, LqStats& stats) = 0;
+  virtual std::size_t bytes() const = 0;  // its workspace and the object itself
+};
+
+std::unique_ptr<LqBackend> make_riccati(int nx, int nu, int N, const LqOptions& opt);
+std::unique_ptr<LqBackend> make_schur(int nx, int nu, int N, const LqOptions& opt);  // Bdsv or Pcg
+std::unique_ptr<LqBackend> make_kkt_ldlt(int nx, int nu, int N, const LqOptions& opt);
+
+// Compile-time sizes: fn(Int<NX>, Int<NU>) with each size fixed when it is in the backend's list
+// and kDynamic otherwise. Fixed sizes let the linalg kernels unroll and keep blocks in registers;
+// each listed pair is one more instantiation of the backend's kernels (compile time and code size).
+template <int V>
+using Int = std::integral_constant<int, V>;
+template <int... Ns>
+using Sizes = std::integer_sequence<int, Ns...>;
+
+// 1..16: every size linalg's serial kernels fix; the Riccati backend adds a few larger state sizes
+// (2 x degrees of freedom of common robots).
+using SmallSizes = Sizes<1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16>;
+using RiccatiNx = Sizes<1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 20, 24, 28, 32>;
+using ControlSizes = Sizes<1, 2, 3, 4, 5, 6, 7, 8>;
+using StageSizes = Sizes<1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24>;
+using NoSizes = Sizes<>;
+
+template <class Fn, int... Ns>
+decltype(auto) dispatch_one(Sizes<Ns...>, int n, Fn&& fn) {
+  using R = decltype(fn(Int<kDynamic>{}));
+  if constexpr (std::is_void_v<R>) {
+    if (!((n == Ns ? (fn(Int<Ns>{}), true) : false) || ...)) fn(Int<kDynamic>{});
+  } else {
+    R out{};
+    if (!((n == Ns ? (out = fn(Int<Ns>{}), true) : false) || ...)) out = fn(Int<kDynamic>{});
+    return out;
+  }
+}
+
+template <class NxList, class NuList, class Fn>
+decltype(auto) dispatch_sizes(int nx, int nu, Fn&& fn) {
+  return dispatch_one(NxList{}, nx, [&](auto NX) -> decltype(auto) {
+    return dispatch_one(NuList{}, nu, [&](auto NU) -> decltype(auto) { return fn(NX, NU); });
+  });
+}
+
+// Column-major block helpers; with fixed sizes the loops unroll.
+
+// dst (n x m) = src' (src m x n).
+template <int M, int N>
+inline void transpose_block(int m_rt, int n_rt, const double* src, int lds, double* dst, int ldd) {
+  const int m = linalg::extent<M>(m_rt), n = linalg::extent<N>(n_rt);
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) dst[j + i * ldd] = src[i + j * lds];
+}
+
+// Upper triangle <- lower triangle of a square block.
+template <int N>
+inline void mirror_lower(int n_rt, double* a, int lda) {
+  const int n = linalg::extent<N>(n_rt);
+  for (int j = 1; j < n; ++j)
+    for (int i = 0; i < j; ++i) a[i + j * lda] = a[j + i * lda];
+}
+
+inline bool all_finite(const double* v, std::size_t n) {
+  double acc = 0.0;
+  for (std::size_t i = 0; i < n; ++i) acc += v[i] * 0.0;  // 0 for finite entries, NaN otherwise
+  return acc == 0.0;
+}
+
+bool data_finite(const LqData& d);
+bool solution_finite(const LqSolution& s);
+double inf_norm(const double* v, std::size_t n);
+
+}  // namespace knot::solver::detail

@@ -1,0 +1,447 @@
+// Schur-complement backends (Bdsv, Pcg): the method of GATO / MPCGPU with the Schur complement
+// stored positive definite.
+//
+// Stack z_k = [x_k; u_k] (k < N), z_N = x_N, and write the problem as
+//   minimize 1/2 z'G z + g'z  subject to  C z = b,
+//   G = blkdiag(G_0, ..., G_{N-1}, Q_N),  G_k = [Q_k S_k'; S_k R_k],  g_k = [q_k; r_k],
+//   C: row 0 is x_0 = x_init, row k+1 is x_{k+1} - A_k x_k - B_k u_k = c_k.
+// With the Lagrangian of lq.hpp the KKT system is  G z - C'lambda = a,  C z = b  (a = -g). Then
+//   z = G^-1 (a + C'lambda),   S lambda = gamma,   S = C G^-1 C',   gamma = b - C G^-1 a.
+// S is symmetric positive definite and block-tridiagonal with nx x nx blocks; with W_k = G_k^-1,
+// AB_k = [A_k B_k] and M_k = AB_k W_k:
+//   S_kk = (W_k)_xx + M_{k-1} AB_{k-1}'   (no second term at k = 0),   S_{k+1,k} = -(M_k)_{:, x}
+// and, with w_k = W_k a_k,
+//   gamma_0 = b_0 - (w_0)_x,   gamma_{k+1} = b_{k+1} - (w_{k+1})_x + AB_k w_k
+//   z_k = w_k + W_k [lambda_k - A_k' lambda_{k+1}; -B_k' lambda_{k+1}],   z_N = w_N + W_N lambda_N.
+// S goes into GLASS [L|D|R] strips (store_block); bdsv factors and solves it, or pcg iterates on it
+// with a block-Jacobi or symmetric-stair preconditioner.
+//
+// Singular stage blocks: G_k is only positive semidefinite whenever a state carries no weight. A
+// stage whose Cholesky fails, or whose inverse has a diagonal entry above 1/rho_k (an eigenvalue
+// below about rho_k), uses G_k + rho_k I, rho_k = schur_reg * max_i G_k(i,i). That solves a
+// proximal-regularized KKT system; iterative refinement against the unregularized one
+//   (z, lambda) += solve_rho(residual),   residual = (a - G z + C'lambda, b - C z)
+// converges to its solution (a proximal-point iteration, contraction about rho / (rho + mu) with mu
+// the smallest curvature of the cost on the constraints' null space), and each step reuses the
+// factorization. docs/solver-lq.md records the accuracy.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "knot/linalg/band.hpp"
+#include "knot/linalg/bdmv.hpp"
+#include "knot/linalg/bdsv.hpp"
+#include "knot/linalg/dense/gemm.hpp"
+#include "knot/linalg/dense/gemv.hpp"
+#include "knot/linalg/dense/potrf.hpp"
+#include "knot/linalg/dense/trsm.hpp"
+#include "knot/linalg/pcg.hpp"
+#include "knot/linalg/precond.hpp"
+#include "lq_internal.hpp"
+
+namespace knot::solver::detail {
+namespace {
+
+using linalg::BandSlot;
+using linalg::Trans;
+
+struct SchurWork {
+  double* Ginv;     // N blocks m x m, then Q_N^-1 (nx x nx)
+  double* strips;   // N+1 strips nx x 3nx (S; bdsv factors it in place)
+  double* pinv;     // N+1 strips (pcg preconditioner) or null
+  double* pcg_scratch;
+  double* a;        // stationarity right-hand side, z layout (N blocks m, then nx)
+  double* b;        // feasibility right-hand side, (N+1) nx
+  double* w;        // G^-1 a, z layout
+  double* gamma;    // padded (N+3) nx
+  double* lam;      // padded (N+3) nx
+  double* dx;       // refinement corrections
+  double* du;
+  double* dl;
+  double* G;        // m x m scratch
+  double* F;        // m x m (Cholesky factor of G_k)
+  double* AB;       // nx x m
+  double* M;        // nx x m
+  double* D;        // nx x nx (the next diagonal block's M AB' term)
+  double* v;        // m
+  double* pg;       // padded (N+3) nx: P^-1 gamma (pcg)
+  double (*inverse)(int, double, const double*, double*, double*);  // stage_inverse at m = nx + nu
+};
+
+struct Dims {
+  int nx, nu, N;
+  int m() const { return nx + nu; }
+  std::size_t z_size() const { return static_cast<std::size_t>(N) * m() + nx; }
+};
+
+template <int NX, int NU>
+constexpr int kM = (NX == kDynamic || NU == kDynamic) ? kDynamic : NX + NU;
+
+// W = G^-1 for an SPD block, regularized when singular or nearly so: F = chol(G) (potrf), then
+// W = I and two triangular solves W <- L^-T (L^-1 W), which at fixed sizes keep their columns in
+// registers (spd_inverse solves with run-time heights: bdsv ran 1.4x slower at (12, 4, 50)). G: lower
+// triangle read, ld n; F: n x n scratch. Returns rho used (0 when none), or -1 when G + rho I is not
+// positive definite either.
+template <int NN>
+double stage_inverse(int n_rt, double reg, const double* G, double* F, double* W) {
+  using linalg::Side;
+  using linalg::Uplo;
+  const int n = linalg::extent<NN>(n_rt);
+  Serial g;
+  double s = 0.0;
+  for (int i = 0; i < n; ++i) s = std::max(s, G[i + i * n]);
+  if (s <= 0.0) s = 1.0;
+  const double rho = reg * s;
+  const auto factor_invert = [&](double shift) {
+    for (int j = 0; j < n; ++j)
+      for (int i = j; i < n; ++i) F[i + j * n] = G[i + j * n] + (i == j ? shift : 0.0);
+    if (linalg::potrf<NN>(g, n, F, n) != 0) return false;
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < n; ++i) W[i + j * n] = i == j ? 1.0 : 0.0;
+    linalg::trsm<Side::Left, Uplo::Lower, Trans::No, NN, NN>(g, n, n, 1.0, F, n, W, n);
+    linalg::trsm<Side::Left, Uplo::Lower, Trans::Yes, NN, NN>(g, n, n, 1.0, F, n, W, n);
+    return true;
+  };
+  if (factor_invert(0.0)) {
+    double wmax = 0.0;
+    for (int i = 0; i < n; ++i) wmax = std::max(wmax, W[i + i * n]);
+    if (wmax * rho <= 1.0) return 0.0;
+  }
+  return factor_invert(rho) ? rho : -1.0;
+}
+
+// Stage inverses and the strips of S. Returns -1 on success, else the failing stage; counts the
+// regularized stages.
+template <int NX, int NU>
+int schur_assemble(const Dims& dm, const LqData& d, const SchurWork& w, double reg, LqStats& st) {
+  constexpr int MM = kM<NX, NU>;
+  const int nx = linalg::extent<NX>(dm.nx), nu = linalg::extent<NU>(dm.nu), N = dm.N;
+  const int m = nx + nu;
+  Serial g;
+  const std::size_t sxx = static_cast<std::size_t>(nx) * nx, smm = static_cast<std::size_t>(m) * m;
+  for (int k = 0; k <= N; ++k) {
+    double* strip = w.strips + linalg::strip_offset(k, nx);
+    double* W = w.Ginv + k * smm;
+    const int n = k < N ? m : nx;
+    // G_k's lower triangle (the inverse reads no more).
+    const double* Q = d.Q_k(k);
+    for (int j = 0; j < nx; ++j)
+      for (int i = j; i < nx; ++i) w.G[i + j * n] = Q[i + j * nx];
+    if (k < N) {
+      const double *R = d.R_k(k), *S = d.S_k(k);
+      for (int j = 0; j < nx; ++j)
+        for (int i = 0; i < nu; ++i) w.G[nx + i + j * m] = S[i + j * nu];
+      for (int j = 0; j < nu; ++j)
+        for (int i = j; i < nu; ++i) w.G[nx + i + (nx + j) * m] = R[i + j * nu];
+    }
+    const double rho = k < N ? (MM != kDynamic ? stage_inverse<MM>(m, reg, w.G, w.F, W) : w.inverse(m, reg, w.G, w.F, W))
+                             : stage_inverse<NX>(nx, reg, w.G, w.F, W);
+    if (rho < 0.0) return k;
+    if (rho > 0.0) {
+      ++st.regularized_stages;
+      st.regularization = std::max(st.regularization, rho);
+    }
+    // Diagonal block: (W_k)_xx plus the previous stage's M AB' (held in w.D).
+    for (int j = 0; j < nx; ++j)
+      for (int i = 0; i < nx; ++i) w.D[i + j * nx] = (k > 0 ? w.D[i + j * nx] : 0.0) + W[i + j * n];
+    mirror_lower<NX>(nx, w.D, nx);
+    linalg::store_block<true, NX>(g, nx, strip, BandSlot::MAIN, w.D);
+    if (k == N) break;
+    std::memcpy(w.AB, d.A_k(k), sxx * sizeof(double));
+    std::memcpy(w.AB + sxx, d.B_k(k), static_cast<std::size_t>(nx) * nu * sizeof(double));
+    linalg::gemm<Trans::No, Trans::No, NX, MM, MM>(g, nx, m, m, 1.0, w.AB, nx, W, m, 0.0, w.M, nx);
+    linalg::gemm<Trans::No, Trans::Yes, NX, NX, MM>(g, nx, nx, m, 1.0, w.M, nx, w.AB, nx, 0.0, w.D, nx);
+    // S_{k+1,k} = -(M_k)_{:,x}: LEFT of block-row k+1 as laid out, RIGHT of block-row k transposed.
+    linalg::store_block<true, NX>(g, nx, strip + 3 * sxx, BandSlot::LEFT, w.M, -1.0);
+    linalg::store_block<false, NX>(g, nx, strip, BandSlot::RIGHT, w.M, -1.0);
+  }
+  return -1;
+}
+
+// gamma = b - C G^-1 a (padded), keeping w = G^-1 a.
+template <int NX, int NU>
+void schur_rhs(const Dims& dm, const LqData& d, const SchurWork& w) {
+  constexpr int MM = kM<NX, NU>;
+  const int nx = linalg::extent<NX>(dm.nx), nu = linalg::extent<NU>(dm.nu), N = dm.N;
+  const int m = nx + nu;
+  Serial g;
+  const std::size_t smm = static_cast<std::size_t>(m) * m;
+  for (int k = 0; k <= N; ++k) {
+    const double* W = w.Ginv + k * smm;
+    double* wk = w.w + static_cast<std::size_t>(k) * m;
+    const double* ak = w.a + static_cast<std::size_t>(k) * m;
+    if (k < N) {
+      linalg::gemv<Trans::No, MM, MM>(g, m, m, 1.0, W, m, ak, 0.0, wk);
+    } else {
+      linalg::gemv<Trans::No, NX, NX>(g, nx, nx, 1.0, W, nx, ak, 0.0, wk);
+    }
+    double* gk = w.gamma + static_cast<std::size_t>(k + 1) * nx;
+    const double* bk = w.b + static_cast<std::size_t>(k) * nx;
+    for (int i = 0; i < nx; ++i) gk[i] = bk[i] - wk[i];
+    if (k > 0) {
+      const double* wp = w.w + static_cast<std::size_t>(k - 1) * m;
+      linalg::gemv<Trans::No, NX, NX>(g, nx, nx, 1.0, d.A_k(k - 1), nx, wp, 1.0, gk);
+      linalg::gemv<Trans::No, NX, NU>(g, nx, nu, 1.0, d.B_k(k - 1), nx, wp + nx, 1.0, gk);
+    }
+  }
+}
+
+// z = w + G^-1 C'lambda into x, u (lambda padded).
+template <int NX, int NU>
+void schur_recover(const Dims& dm, const LqData& d, const SchurWork& w, double* x, double* u) {
+  constexpr int MM = kM<NX, NU>;
+  const int nx = linalg::extent<NX>(dm.nx), nu = linalg::extent<NU>(dm.nu), N = dm.N;
+  const int m = nx + nu;
+  Serial g;
+  const std::size_t smm = static_cast<std::size_t>(m) * m;
+  for (int k = 0; k <= N; ++k) {
+    const double* W = w.Ginv + k * smm;
+    const double* wk = w.w + static_cast<std::size_t>(k) * m;
+    const double* lk = w.lam + static_cast<std::size_t>(k + 1) * nx;
+    double* xk = x + static_cast<std::size_t>(k) * nx;
+    std::memcpy(xk, wk, nx * sizeof(double));
+    if (k == N) {
+      linalg::gemv<Trans::No, NX, NX>(g, nx, nx, 1.0, W, nx, lk, 1.0, xk);
+      break;
+    }
+    // v = C'lambda at stage k.
+    std::memcpy(w.v, lk, nx * sizeof(double));
+    linalg::gemv<Trans::Yes, NX, NX>(g, nx, nx, -1.0, d.A_k(k), nx, lk + nx, 1.0, w.v);
+    linalg::gemv<Trans::Yes, NX, NU>(g, nx, nu, -1.0, d.B_k(k), nx, lk + nx, 0.0, w.v + nx);
+    double* uk = u + static_cast<std::size_t>(k) * nu;
+    std::memcpy(uk, wk + nx, nu * sizeof(double));
+    linalg::gemv<Trans::No, NX, MM>(g, nx, m, 1.0, W, m, w.v, 1.0, xk);
+    linalg::gemv<Trans::No, NU, MM>(g, nu, m, 1.0, W + nx, m, w.v, 1.0, uk);
+  }
+}
+
+// Residual of the unregularized KKT system at (x, u, lambda) into a (z layout) and b; returns its
+// inf-norm. a - (G z - C'lambda) and b - C z, with a = -g and b = (x_init, c).
+template <int NX, int NU>
+double kkt_residual(const Dims& dm, const LqData& d, const LqSolution& s, const SchurWork& w) {
+  const int nx = linalg::extent<NX>(dm.nx), nu = linalg::extent<NU>(dm.nu), N = dm.N;
+  const int m = nx + nu;
+  Serial g;
+  for (int i = 0; i < nx; ++i) w.b[i] = d.x_init[i] - s.x_k(0)[i];
+  for (int k = 0; k <= N; ++k) {
+    double* ax = w.a + static_cast<std::size_t>(k) * m;
+    const double *x = s.x_k(k), *lam = s.lambda_k(k);
+    for (int i = 0; i < nx; ++i) ax[i] = lam[i] - d.q_k(k)[i];
+    linalg::gemv<Trans::No, NX, NX>(g, nx, nx, -1.0, d.Q_k(k), nx, x, 1.0, ax);
+    if (k == N) break;
+    const double *u = s.u_k(k), *ln = s.lambda_k(k + 1);
+    double* au = ax + nx;
+    linalg::gemv<Trans::Yes, NU, NX>(g, nu, nx, -1.0, d.S_k(k), nu, u, 1.0, ax);
+    linalg::gemv<Trans::Yes, NX, NX>(g, nx, nx, -1.0, d.A_k(k), nx, ln, 1.0, ax);
+    for (int i = 0; i < nu; ++i) au[i] = -d.r_k(k)[i];
+    linalg::gemv<Trans::No, NU, NU>(g, nu, nu, -1.0, d.R_k(k), nu, u, 1.0, au);
+    linalg::gemv<Trans::No, NU, NX>(g, nu, nx, -1.0, d.S_k(k), nu, x, 1.0, au);
+    linalg::gemv<Trans::Yes, NX, NU>(g, nx, nu, -1.0, d.B_k(k), nx, ln, 1.0, au);
+    double* bk = w.b + static_cast<std::size_t>(k + 1) * nx;
+    for (int i = 0; i < nx; ++i) bk[i] = d.c_k(k)[i] - s.x_k(k + 1)[i];
+    linalg::gemv<Trans::No, NX, NX>(g, nx, nx, 1.0, d.A_k(k), nx, x, 1.0, bk);
+    linalg::gemv<Trans::No, NX, NU>(g, nx, nu, 1.0, d.B_k(k), nx, u, 1.0, bk);
+  }
+  return std::max(inf_norm(w.a, dm.z_size()), inf_norm(w.b, static_cast<std::size_t>(N + 1) * nx));
+}
+
+class SchurBackend final : public LqBackend {
+ public:
+  SchurBackend(int nx, int nu, int N, const LqOptions& opt) : dm_{nx, nu, N}, opt_(opt), pcg_(opt.linsys == Linsys::Pcg) {
+    const int m = nx + nu, nb = N + 1;
+    const std::size_t smm = static_cast<std::size_t>(m) * m, zs = dm_.z_size();
+    const std::size_t ns = static_cast<std::size_t>(linalg::strips_size(nb, nx));
+    const std::size_t np = static_cast<std::size_t>(linalg::padded_size(nb, nx));
+    std::size_t o[19];
+    o[0] = arena_.reserve(N * smm + static_cast<std::size_t>(nx) * nx);
+    o[1] = arena_.reserve(ns);
+    o[2] = pcg_ ? arena_.reserve(ns) : 0;
+    o[3] = pcg_ ? arena_.reserve(static_cast<std::size_t>(
+                      std::max(linalg::pcg_scratch_size(nb, nx), linalg::precond_scratch_size(nx))))
+                : 0;
+    o[4] = arena_.reserve(zs);
+    o[5] = arena_.reserve(static_cast<std::size_t>(nb) * nx);
+    o[6] = arena_.reserve(zs);
+    o[7] = arena_.reserve(np);
+    o[8] = arena_.reserve(np);
+    o[9] = arena_.reserve(static_cast<std::size_t>(nb) * nx);
+    o[10] = arena_.reserve(static_cast<std::size_t>(N) * nu);
+    o[11] = arena_.reserve(static_cast<std::size_t>(nb) * nx);
+    o[12] = arena_.reserve(smm);
+    o[13] = arena_.reserve(smm);
+    o[14] = arena_.reserve(static_cast<std::size_t>(nx) * m);
+    o[15] = arena_.reserve(static_cast<std::size_t>(nx) * m);
+    o[16] = arena_.reserve(static_cast<std::size_t>(nx) * nx);
+    o[17] = arena_.reserve(m);
+    o[18] = pcg_ ? arena_.reserve(np) : 0;
+    arena_.allocate();  // zeroed: the strips' unused corner slots and the vectors' pads stay zero
+    w_ = {arena_.at(o[0]),  arena_.at(o[1]),  pcg_ ? arena_.at(o[2]) : nullptr, pcg_ ? arena_.at(o[3]) : nullptr,
+          arena_.at(o[4]),  arena_.at(o[5]),  arena_.at(o[6]),  arena_.at(o[7]),  arena_.at(o[8]),
+          arena_.at(o[9]),  arena_.at(o[10]), arena_.at(o[11]), arena_.at(o[12]), arena_.at(o[13]),
+          arena_.at(o[14]), arena_.at(o[15]), arena_.at(o[16]), arena_.at(o[17]),
+          pcg_ ? arena_.at(o[18]) : nullptr, nullptr};
+    // The stage blocks' order m = nx + nu is fixed at compile time even where nu is not.
+    dispatch_one(StageSizes{}, m, [&](auto MM) { w_.inverse = &stage_inverse<decltype(MM)::value>; });
+    dispatch_sizes<SmallSizes, NoSizes>(nx, nu, [&](auto NX, auto NU) {
+      constexpr int X = decltype(NX)::value, U = decltype(NU)::value;
+      assemble_ = &schur_assemble<X, U>;
+      rhs_ = &schur_rhs<X, U>;
+      recover_ = &schur_recover<X, U>;
+      residual_ = &kkt_residual<X, U>;
+      factor_ = [](int nb, int bs, double* strips, int* fail) {
+        Serial g;
+        linalg::bdsv_factor<true, X>(g, nb, bs, strips, nullptr, fail);
+      };
+      solve_ = [](int nb, int bs, const double* strips, double* v) {
+        Serial g;
+        linalg::bdsv_solve<X>(g, nb, bs, strips, v);
+      };
+      precond_ = opt.preconditioner == Preconditioner::Stair
+                     ? +[](int nb, int bs, const double* S, double* P, double* s) {
+                         Serial g;
+                         return linalg::precond_stair<X>(g, nb, bs, S, P, s);
+                       }
+                     : +[](int nb, int bs, const double* S, double* P, double* s) {
+                         Serial g;
+                         return linalg::precond_block_jacobi<X>(g, nb, bs, S, P, s);
+                       };
+      pnorm_ = [](int nb, int bs, const double* P, const double* v, double* pv, double* red) {
+        Serial g;
+        linalg::bdmv<X>(g, nb, bs, pv, P, v);
+        return linalg::dot(g, nb * bs, v + bs, pv + bs, red);
+      };
+      pcg_run_ = [](int nb, int bs, const double* S, const double* P, const double* gm, double* x, double* s,
+                    const linalg::PcgOptions<double>& o) {
+        Serial g;
+        return linalg::pcg<X>(g, nb, bs, S, P, gm, x, s, o);
+      };
+    });
+  }
+
+  LqStatus solve(const LqData& d, LqSolution& s, LqStats& st) override {
+    const int nx = dm_.nx, nu = dm_.nu, N = dm_.N, m = nx + nu, nb = N + 1;
+    st.linsys = pcg_ ? Linsys::Pcg : Linsys::Bdsv;
+    const int failed = assemble_(dm_, d, w_, opt_.schur_reg, st);
+    if (failed >= 0) {
+      st.failed_stage = failed;
+      return data_finite(d) ? LqStatus::NotPositiveDefinite : LqStatus::NonFinite;
+    }
+    if (pcg_) {
+      const int pf = precond_(nb, nx, w_.strips, w_.pinv, w_.pcg_scratch);
+      if (pf != 0) {
+        st.failed_stage = pf - 1;
+        return data_finite(d) ? LqStatus::NotPositiveDefinite : LqStatus::NonFinite;
+      }
+    } else {
+      int fail = 0;
+      factor_(nb, nx, w_.strips, &fail);
+      if (fail != 0) return data_finite(d) ? LqStatus::NotPositiveDefinite : LqStatus::NonFinite;
+    }
+    // Right-hand side of the problem: a = -g, b = (x_init, c).
+    for (int k = 0; k <= N; ++k) {
+      double* ak = w_.a + static_cast<std::size_t>(k) * m;
+      for (int i = 0; i < nx; ++i) ak[i] = -d.q_k(k)[i];
+      if (k < N)
+        for (int i = 0; i < nu; ++i) ak[nx + i] = -d.r_k(k)[i];
+    }
+    std::memcpy(w_.b, d.x_init.data(), nx * sizeof(double));
+    std::memcpy(w_.b + nx, d.c.data(), static_cast<std::size_t>(N) * nx * sizeof(double));
+    if (pcg_ && opt_.pcg_warm_start) {
+      std::memcpy(w_.lam + nx, s.lambda.data(), static_cast<std::size_t>(nb) * nx * sizeof(double));
+    } else {
+      std::fill(w_.lam + nx, w_.lam + static_cast<std::size_t>(nb + 1) * nx, 0.0);
+    }
+    const bool converged = apply(d, s.x.data(), s.u.data(), s.lambda.data(), st);
+    st.pcg_iterations = st.pcg_iterations_total;
+
+    LqStatus status = converged ? LqStatus::Solved : LqStatus::MaxIterations;
+    if (st.regularized_stages > 0) status = refine(d, s, st);
+    // NaN in the data may also just stop pcg (a non-finite residual), leaving a finite iterate.
+    if (!solution_finite(s) || (status != LqStatus::Solved && !data_finite(d))) return LqStatus::NonFinite;
+    return status;
+  }
+
+  std::size_t bytes() const override { return arena_.bytes() + sizeof(*this); }
+
+ private:
+  // (x, u, lambda) <- the solution for the right-hand side in w_.a, w_.b; the lambda iteration starts
+  // from w_.lam's interior (pcg). Returns false when pcg did not converge.
+  bool apply(const LqData& d, double* x, double* u, double* lambda, LqStats& st) {
+    const int nx = dm_.nx, nb = dm_.N + 1;
+    rhs_(dm_, d, w_);
+    bool ok = true;
+    if (pcg_) {
+      // Stop on r'P^-1 r < pcg_rel_tol * gamma'P^-1 gamma: relative to the right-hand side, not to
+      // the start's residual, so that a warm start close to the answer stops early.
+      const double eta_rhs = pnorm_(nb, nx, w_.pinv, w_.gamma, w_.pg, w_.pcg_scratch);
+      if (eta_rhs == 0.0) {
+        std::fill(w_.lam + nx, w_.lam + static_cast<std::size_t>(nb + 1) * nx, 0.0);  // gamma = 0: lambda = 0
+      } else {
+        const linalg::PcgOptions<double> po{opt_.pcg_max_iters, 0.0, opt_.pcg_rel_tol * eta_rhs,
+                                            linalg::PcgStop::Absolute};
+        const linalg::PcgResult r = pcg_run_(nb, nx, w_.strips, w_.pinv, w_.gamma, w_.lam, w_.pcg_scratch, po);
+        st.pcg_iterations_total += r.iterations;
+        ok = r.converged;
+      }
+    } else {
+      std::memcpy(w_.lam + nx, w_.gamma + nx, static_cast<std::size_t>(nb) * nx * sizeof(double));
+      solve_(nb, nx, w_.strips, w_.lam);
+    }
+    std::memcpy(lambda, w_.lam + nx, static_cast<std::size_t>(nb) * nx * sizeof(double));
+    recover_(dm_, d, w_, x, u);
+    return ok;
+  }
+
+  // Iterative refinement against the unregularized KKT system (see the top of the file).
+  // The answer is judged by its residual alone, so an unconverged pcg solve inside is no failure.
+  LqStatus refine(const LqData& d, LqSolution& s, LqStats& st) {
+    const int nx = dm_.nx, nu = dm_.nu, N = dm_.N;
+    const std::size_t nxs = static_cast<std::size_t>(N + 1) * nx, nus = static_cast<std::size_t>(N) * nu;
+    const double scale = 1.0 + std::max({inf_norm(d.q.data(), d.q.size()), inf_norm(d.r.data(), d.r.size()),
+                                         inf_norm(d.c.data(), d.c.size()), inf_norm(d.x_init.data(), d.x_init.size())});
+    const double tol = opt_.refine_tol * scale;
+    double res = residual_(dm_, d, s, w_);
+    while (!(res <= tol) && st.refinement_steps < opt_.max_refinement) {
+      std::fill(w_.lam + nx, w_.lam + nx + nxs, 0.0);
+      apply(d, w_.dx, w_.du, w_.dl, st);  // an unconverged pcg correction is judged by the residual
+      for (std::size_t i = 0; i < nxs; ++i) s.x[i] += w_.dx[i];
+      for (std::size_t i = 0; i < nus; ++i) s.u[i] += w_.du[i];
+      for (std::size_t i = 0; i < nxs; ++i) s.lambda[i] += w_.dl[i];
+      ++st.refinement_steps;
+      const double next = residual_(dm_, d, s, w_);
+      if (!(next < res)) {  // stalled (rounding) or diverging: keep the better iterate
+        for (std::size_t i = 0; i < nxs; ++i) s.x[i] -= w_.dx[i];
+        for (std::size_t i = 0; i < nus; ++i) s.u[i] -= w_.du[i];
+        for (std::size_t i = 0; i < nxs; ++i) s.lambda[i] -= w_.dl[i];
+        break;
+      }
+      res = next;
+    }
+    st.kkt_residual = res;
+    return res <= tol ? LqStatus::Solved : LqStatus::MaxIterations;
+  }
+
+  Dims dm_;
+  LqOptions opt_;
+  bool pcg_;
+  Arena arena_;
+  SchurWork w_{};
+  int (*assemble_)(const Dims&, const LqData&, const SchurWork&, double, LqStats&) = nullptr;
+  void (*rhs_)(const Dims&, const LqData&, const SchurWork&) = nullptr;
+  void (*recover_)(const Dims&, const LqData&, const SchurWork&, double*, double*) = nullptr;
+  double (*residual_)(const Dims&, const LqData&, const LqSolution&, const SchurWork&) = nullptr;
+  void (*factor_)(int, int, double*, int*) = nullptr;
+  void (*solve_)(int, int, const double*, double*) = nullptr;
+  int (*precond_)(int, int, const double*, double*, double*) = nullptr;
+  double (*pnorm_)(int, int, const double*, const double*, double*, double*) = nullptr;  // v'P v
+  linalg::PcgResult (*pcg_run_)(int, int, const double*, const double*, const double*, double*, double*,
+                                const linalg::PcgOptions<double>&) = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<LqBackend> make_schur(int nx, int nu, int N, const LqOptions& opt) {
+  return std::make_unique<SchurBackend>(nx, nu, N, opt);
+}
+
+}  // namespace knot::solver::detail

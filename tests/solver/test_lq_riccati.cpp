@@ -1,0 +1,130 @@
+// Riccati backend against the dense KKT reference: random convex problems of many sizes, PSD costs,
+// a non-convex stage, non-finite data.
+#include <gtest/gtest.h>
+
+#include "test_lq_common.hpp"
+
+namespace knot::test {
+namespace {
+
+constexpr double kSolTol = 1e-9;       // relative error of x, u, lambda against the dense solve
+constexpr double kBackwardTol = 1e-13;  // normwise backward error in the dense KKT system
+
+LqSolution solve_riccati(const LqData& d, LqStatus* status = nullptr) {
+  LqSolver s(d.nx, d.nu, d.N, with(Linsys::Riccati));
+  LqSolution sol = poisoned_solution(d.nx, d.nu, d.N);
+  const LqStatus st = s.solve(d, sol);
+  if (status != nullptr) *status = st;
+  return sol;
+}
+
+TEST(LqRiccati, MatchesDenseKktOnRandomConvexProblems) {
+  Rng rng(11);
+  for (const LqSize& z : kLqSizes) {
+    SCOPED_TRACE(testing::Message() << "nx " << z.nx << " nu " << z.nu << " N " << z.N);
+    const LqData d = random_lq(rng, z.nx, z.nu, z.N);
+    const DenseKkt kkt = dense_kkt(d);
+    const LqSolution ref = unpack(kkt, dense_solve(kkt));
+    LqStatus st;
+    const LqSolution sol = solve_riccati(d, &st);
+    EXPECT_EQ(st, LqStatus::Solved);
+    EXPECT_LT(solution_error(sol, ref), kSolTol);
+    EXPECT_LT(backward_error(kkt, pack(kkt, sol)), kBackwardTol);
+  }
+}
+
+TEST(LqRiccati, PerturbedSolutionFailsTheSameChecks) {
+  Rng rng(12);
+  const LqData d = random_lq(rng, 6, 3, 12);
+  const DenseKkt kkt = dense_kkt(d);
+  const LqSolution ref = unpack(kkt, dense_solve(kkt));
+  LqSolution sol = solve_riccati(d);
+  ASSERT_LT(solution_error(sol, ref), kSolTol);
+  ASSERT_LT(backward_error(kkt, pack(kkt, sol)), kBackwardTol);
+  for (double* entry : {&sol.u[4], &sol.x[20], &sol.lambda[30]}) {
+    const double saved = *entry;
+    *entry += 1e-7 * std::max(1.0, std::abs(saved));
+    EXPECT_GT(solution_error(sol, ref), kSolTol);
+    EXPECT_GT(backward_error(kkt, pack(kkt, sol)), kBackwardTol);
+    *entry = saved;
+  }
+}
+
+TEST(LqRiccati, ExactForPositiveSemidefiniteCosts) {
+  Rng rng(13);
+  for (const Cost cost : {Cost::ZeroStateWeights, Cost::TerminalOnly}) {
+    for (const LqSize& z : {LqSize{4, 1, 50}, LqSize{7, 3, 20}, LqSize{12, 4, 30}, LqSize{1, 1, 10}}) {
+      SCOPED_TRACE(testing::Message() << "cost " << static_cast<int>(cost) << " nx " << z.nx << " N " << z.N);
+      const LqData d = random_lq(rng, z.nx, z.nu, z.N, cost);
+      const DenseKkt kkt = dense_kkt(d);
+      const LqSolution ref = unpack(kkt, dense_solve(kkt));
+      LqStatus st;
+      const LqSolution sol = solve_riccati(d, &st);
+      EXPECT_EQ(st, LqStatus::Solved);
+      EXPECT_LT(solution_error(sol, ref), kSolTol);
+      EXPECT_LT(backward_error(kkt, pack(kkt, sol)), kBackwardTol);
+    }
+  }
+}
+
+// R_k + B_k' P_{k+1} B_k indefinite at one stage: the recursion stops there with a status.
+TEST(LqRiccati, NonConvexStageIsNotPositiveDefinite) {
+  Rng rng(14);
+  for (const int bad : {0, 5, 9}) {
+    LqData d = random_lq(rng, 4, 2, 10, Cost::TerminalOnly);
+    put(-50.0 * Mat::Identity(2, 2), d.R_k(bad));
+    LqSolver s(4, 2, 10, with(Linsys::Riccati));
+    LqSolution sol(4, 2, 10);
+    EXPECT_EQ(s.solve(d, sol), LqStatus::NotPositiveDefinite);
+    EXPECT_EQ(s.stats().failed_stage, bad);
+  }
+}
+
+TEST(LqRiccati, NonFiniteDataIsReported) {
+  Rng rng(15);
+  const LqData clean = random_lq(rng, 5, 2, 8);
+  // A NaN in R stops the Cholesky; a NaN in c or x_init only reaches the result.
+  for (int which = 0; which < 3; ++which) {
+    LqData d = clean;
+    (which == 0 ? d.R[3] : which == 1 ? d.c[7] : d.x_init[1]) = kNaN;
+    LqSolver s(5, 2, 8, with(Linsys::Riccati));
+    LqSolution sol(5, 2, 8);
+    EXPECT_EQ(s.solve(d, sol), LqStatus::NonFinite) << which;
+  }
+  LqSolver s(5, 2, 8, with(Linsys::Riccati));
+  LqSolution sol(5, 2, 8);
+  EXPECT_EQ(s.solve(clean, sol), LqStatus::Solved);
+}
+
+// The solver keeps no state between solves that could leak into the next answer.
+TEST(LqRiccati, RepeatedSolvesAreIdentical) {
+  Rng rng(16);
+  const LqData d1 = random_lq(rng, 9, 4, 15), d2 = random_lq(rng, 9, 4, 15);
+  LqSolver s(9, 4, 15, with(Linsys::Riccati));
+  LqSolution a(9, 4, 15), b(9, 4, 15), c(9, 4, 15);
+  ASSERT_EQ(s.solve(d1, a), LqStatus::Solved);
+  ASSERT_EQ(s.solve(d2, b), LqStatus::Solved);
+  ASSERT_EQ(s.solve(d1, c), LqStatus::Solved);
+  EXPECT_EQ(a.x, c.x);
+  EXPECT_EQ(a.u, c.u);
+  EXPECT_EQ(a.lambda, c.lambda);
+  EXPECT_NE(a.x, b.x);
+}
+
+// Sizes beyond the fixed-size instantiations (nx > 16, nu > 8) run the run-time kernels.
+TEST(LqRiccati, RunTimeSizesMatchDenseKkt) {
+  Rng rng(17);
+  for (const LqSize& z : {LqSize{17, 9, 3}, LqSize{20, 2, 4}, LqSize{28, 7, 3}, LqSize{3, 10, 5}}) {
+    SCOPED_TRACE(testing::Message() << "nx " << z.nx << " nu " << z.nu << " N " << z.N);
+    const LqData d = random_lq(rng, z.nx, z.nu, z.N);
+    const DenseKkt kkt = dense_kkt(d);
+    const LqSolution ref = unpack(kkt, dense_solve(kkt));
+    LqStatus st;
+    const LqSolution sol = solve_riccati(d, &st);
+    EXPECT_EQ(st, LqStatus::Solved);
+    EXPECT_LT(solution_error(sol, ref), kSolTol);
+  }
+}
+
+}  // namespace
+}  // namespace knot::test

@@ -1,0 +1,139 @@
+// LqSolver's public surface: options validation, sizes, the backend choice, statistics, the KKT
+// residual function, and agreement of all backends on one answer.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "test_lq_common.hpp"
+
+namespace knot::test {
+namespace {
+
+using solver::lq_auto_linsys;
+using solver::lq_kkt_residual;
+
+TEST(LqSolver, OptionsValidateNamesTheBadField) {
+  EXPECT_EQ(LqOptions{}.validate(), "");
+  const auto message = [](auto mutate) {
+    LqOptions o;
+    mutate(o);
+    return o.validate();
+  };
+  EXPECT_NE(message([](LqOptions& o) { o.pcg_max_iters = 0; }).find("pcg_max_iters"), std::string::npos);
+  EXPECT_NE(message([](LqOptions& o) { o.pcg_rel_tol = 0; }).find("pcg_rel_tol"), std::string::npos);
+  EXPECT_NE(message([](LqOptions& o) { o.pcg_rel_tol = kNaN; }).find("pcg_rel_tol"), std::string::npos);
+  EXPECT_NE(message([](LqOptions& o) { o.schur_reg = -1; }).find("schur_reg"), std::string::npos);
+  EXPECT_NE(message([](LqOptions& o) { o.max_refinement = -1; }).find("max_refinement"), std::string::npos);
+  EXPECT_NE(message([](LqOptions& o) { o.refine_tol = 0; }).find("refine_tol"), std::string::npos);
+  EXPECT_NE(message([](LqOptions& o) { o.kkt_refinement = -2; }).find("kkt_refinement"), std::string::npos);
+  EXPECT_NE(message([](LqOptions& o) { o.pcg_max_iters = -3; }).find("-3"), std::string::npos);
+}
+
+TEST(LqSolver, ConstructorRejectsBadSizesAndOptions) {
+  EXPECT_THROW(LqSolver(0, 1, 1), std::invalid_argument);
+  EXPECT_THROW(LqSolver(1, 0, 1), std::invalid_argument);
+  EXPECT_THROW(LqSolver(1, 1, 0), std::invalid_argument);
+  LqOptions bad;
+  bad.schur_reg = 0;
+  EXPECT_THROW(LqSolver(2, 1, 3, bad), std::invalid_argument);
+  EXPECT_NO_THROW(LqSolver(2, 1, 3));
+}
+
+TEST(LqSolver, SolveRejectsDataOfOtherSizes) {
+  Rng rng(41);
+  LqSolver s(3, 2, 4, with(Linsys::Riccati));
+  LqSolution sol(3, 2, 4);
+  EXPECT_THROW(s.solve(random_lq(rng, 3, 2, 5), sol), std::invalid_argument);
+  EXPECT_THROW(s.solve(random_lq(rng, 3, 1, 4), sol), std::invalid_argument);
+  LqData d = random_lq(rng, 3, 2, 4);
+  LqSolution wrong(3, 2, 3);
+  EXPECT_THROW(s.solve(d, wrong), std::invalid_argument);
+  d.c.pop_back();  // right nx, nu, N but a vector of the wrong length
+  EXPECT_THROW(s.solve(d, sol), std::invalid_argument);
+}
+
+TEST(LqSolver, AutoResolvesToTheDocumentedBackend) {
+  for (const LqSize& z : {LqSize{4, 1, 50}, LqSize{12, 4, 50}, LqSize{14, 7, 64}, LqSize{28, 7, 128}}) {
+    LqSolver s(z.nx, z.nu, z.N);
+    EXPECT_EQ(s.linsys(), lq_auto_linsys(z.nx, z.nu, z.N));
+    EXPECT_NE(s.linsys(), Linsys::Auto);
+    EXPECT_EQ(s.options().linsys, Linsys::Auto);
+    Rng rng(42);
+    LqSolution sol(z.nx, z.nu, z.N);
+    EXPECT_EQ(s.solve(random_lq(rng, z.nx, z.nu, z.N), sol), LqStatus::Solved);
+    EXPECT_EQ(s.stats().linsys, s.linsys());
+  }
+}
+
+TEST(LqSolver, ReportsTheWorkspaceItAllocated) {
+  for (const Linsys l : {Linsys::Riccati, Linsys::Bdsv, Linsys::Pcg, Linsys::KktLdlt}) {
+    const LqSolver small(4, 2, 10, with(l)), large(4, 2, 40, with(l));
+    EXPECT_GT(small.bytes_allocated(), 0u) << solver::to_string(l);
+    EXPECT_GT(large.bytes_allocated(), small.bytes_allocated()) << solver::to_string(l);
+  }
+  // pcg keeps the preconditioner and its vectors on top of what bdsv needs.
+  EXPECT_GT(LqSolver(6, 2, 20, with(Linsys::Pcg)).bytes_allocated(),
+            LqSolver(6, 2, 20, with(Linsys::Bdsv)).bytes_allocated());
+}
+
+TEST(LqSolver, NamesAndMessages) {
+  EXPECT_STREQ(solver::to_string(Linsys::KktLdlt), "kkt_ldlt");
+  EXPECT_STREQ(solver::to_string(Linsys::Riccati), "riccati");
+  EXPECT_STREQ(solver::to_string(solver::Preconditioner::Stair), "stair");
+  EXPECT_STREQ(solver::to_string(LqStatus::Solved), "solved");
+  EXPECT_NE(std::string(solver::to_string(LqStatus::NonFinite)).find("NaN"), std::string::npos);
+}
+
+// lq_kkt_residual against the residual of the dense KKT system: at an arbitrary point (not a
+// solution) its two norms are the inf-norms of the stationarity and feasibility rows.
+TEST(LqSolver, KktResidualMatchesTheDenseSystem) {
+  Rng rng(43);
+  const LqData d = random_lq(rng, 5, 3, 9);
+  const DenseKkt kkt = dense_kkt(d);
+  const Vec w = Vec::Random(kkt.size());
+  const LqSolution point = unpack(kkt, w);
+  const Vec r = kkt.K * w - kkt.rhs;
+  const solver::LqResidual res = lq_kkt_residual(d, point);
+  EXPECT_NEAR(res.stationarity, r.head(kkt.nz()).cwiseAbs().maxCoeff(), 1e-12);
+  EXPECT_NEAR(res.feasibility, r.tail(kkt.size() - kkt.nz()).cwiseAbs().maxCoeff(), 1e-12);
+  const LqSolution exact = unpack(kkt, dense_solve(kkt));
+  const solver::LqResidual zero = lq_kkt_residual(d, exact);
+  EXPECT_LT(std::max(zero.stationarity, zero.feasibility), 1e-12);
+  EXPECT_GT(res.stationarity, 1e-3);
+}
+
+// Every backend gives the same x, u, lambda: the exact ones to 1e-9 relative, pcg to its tolerance.
+TEST(LqSolver, AllBackendsAgree) {
+  Rng rng(44);
+  for (const LqSize& z : kLqSizes) {
+    SCOPED_TRACE(testing::Message() << "nx " << z.nx << " nu " << z.nu << " N " << z.N);
+    const LqData d = random_lq(rng, z.nx, z.nu, z.N);
+    LqSolution ric(z.nx, z.nu, z.N);
+    LqSolver s(z.nx, z.nu, z.N, with(Linsys::Riccati));
+    ASSERT_EQ(s.solve(d, ric), LqStatus::Solved);
+    for (const Linsys l : {Linsys::Bdsv, Linsys::KktLdlt, Linsys::Pcg}) {
+      LqSolver other(z.nx, z.nu, z.N, with(l));
+      LqSolution sol = poisoned_solution(z.nx, z.nu, z.N);
+      ASSERT_EQ(other.solve(d, sol), LqStatus::Solved) << solver::to_string(l);
+      EXPECT_LT(solution_error(sol, ric), l == Linsys::Pcg ? 1e-8 : 1e-9) << solver::to_string(l);
+      const solver::LqResidual res = lq_kkt_residual(d, sol);
+      EXPECT_LT(std::max(res.stationarity, res.feasibility), l == Linsys::Pcg ? 1e-7 : 1e-11) << solver::to_string(l);
+    }
+  }
+}
+
+TEST(LqSolver, IsMovable) {
+  Rng rng(45);
+  const LqData d = random_lq(rng, 3, 1, 6);
+  LqSolver a(3, 1, 6, with(Linsys::Riccati));
+  LqSolver b = std::move(a);
+  LqSolution sol(3, 1, 6);
+  EXPECT_EQ(b.solve(d, sol), LqStatus::Solved);
+  EXPECT_EQ(b.nx(), 3);
+  EXPECT_EQ(b.nu(), 1);
+  EXPECT_EQ(b.N(), 6);
+}
+
+}  // namespace
+}  // namespace knot::test
