@@ -16,9 +16,7 @@ scripts/setup.sh
 cmake --preset release >/dev/null
 if [ "$mode" = run ]; then
   cmake --build --preset release -j "$jobs" --target knot
-  build/release/tools/knot/knot info
-  build/release/tools/knot/knot check configs/cartpole_swingup.yaml
-  build/release/tools/knot/knot bench linalg --quick
+  build/release/tools/knot/knot solve configs/cartpole_swingup.yaml
 else
   cmake --build --preset release -j "$jobs"
   ctest --preset release

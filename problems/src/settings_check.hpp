@@ -21,6 +21,6 @@ std::optional<SettingIssue> check(const MpcSettings& s);
 // The names the string-valued solver fields accept.
 inline const char* const kLinsysNames[] = {"auto", "pcg", "bdsv", "riccati", "kkt_ldlt"};
 inline const char* const kHessianNames[] = {"gauss_newton", "exact"};
-inline const char* const kGlobalizationNames[] = {"merit", "none"};
+inline const char* const kGlobalizationNames[] = {"filter", "merit", "none"};
 
 }  // namespace knot::problems::detail

@@ -22,4 +22,17 @@ struct CheckOptions {
 // Exit 0 and the resolved problem on stdout when valid; 1 and the error on stderr otherwise.
 int run_check(const CheckOptions& opt);
 
+struct SolveOptions {
+  std::string file;
+  std::vector<std::string> overrides;  // --set key.path=value, in order
+  std::string format = "table";        // table | json | csv
+  std::string output;                  // trajectory CSV; empty = none
+  std::string linsys;                  // overrides solver.linsys when not empty
+  std::string globalization;           // filter | merit | none; empty = the problem file's
+  std::string solver = "knot";         // knot | ipopt (the cross-check, when built with IPOPT)
+  bool verbose = false;                // per-iteration table (also solver.verbose in the file)
+};
+// Exit 0 when solved, 1 on input errors, 2 when the solver stopped short of Solved.
+int run_solve(const SolveOptions& opt);
+
 }  // namespace knot::cli

@@ -1,4 +1,4 @@
-// knot: the command-line front end. Subcommands: info, check, bench.
+// knot: the command-line front end. Subcommands: info, check, solve, bench.
 #include <CLI/CLI.hpp>
 #include <exception>
 #include <iostream>
@@ -20,6 +20,22 @@ int main(int argc, char** argv) {
   check->add_option("--set", copt.overrides, "Override a key after extends: key.path=value (value parsed as YAML)")
       ->allow_extra_args(false);  // one key=value per --set; repeat --set for more
 
+  knot::cli::SolveOptions sopt;
+  auto* solve = app.add_subcommand("solve", "Solve a problem file and print the summary (exit 0 solved, 1 input "
+                                            "error, 2 not solved)");
+  solve->add_option("file", sopt.file, "Problem file (YAML)")->required();
+  solve->add_option("--set", sopt.overrides, "Override a key after extends: key.path=value (value parsed as YAML)")
+      ->allow_extra_args(false);
+  solve->add_option("--format", sopt.format, "Summary format")->check(CLI::IsMember({"table", "json", "csv"}));
+  solve->add_option("--output", sopt.output, "Write the trajectory as CSV (knot, time, states, controls)");
+  solve->add_option("--linsys", sopt.linsys, "LQ backend, overriding solver.linsys")
+      ->check(CLI::IsMember({"auto", "riccati", "bdsv", "pcg", "kkt_ldlt"}));
+  solve->add_option("--globalization", sopt.globalization, "Line search, overriding solver.globalization")
+      ->check(CLI::IsMember({"filter", "merit", "none"}));
+  solve->add_option("--solver", sopt.solver, "knot (SQP) or ipopt (the IPOPT cross-check)")
+      ->check(CLI::IsMember({"knot", "ipopt"}));
+  solve->add_flag("--verbose,-v", sopt.verbose, "Print the per-iteration table");
+
   auto* bench = app.add_subcommand("bench", "Benchmarks");
   bench->require_subcommand(1);
   knot::cli::BenchOptions bopt;
@@ -36,6 +52,7 @@ int main(int argc, char** argv) {
   try {
     if (*info) return knot::cli::run_info();
     if (*check) return knot::cli::run_check(copt);
+    if (*solve) return knot::cli::run_solve(sopt);
     if (*bench_linalg) return knot::cli::run_bench_linalg(bopt);
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());

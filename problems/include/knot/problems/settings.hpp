@@ -16,7 +16,7 @@ struct SolverSettings {
   double tol_complementarity = 1e-8;
   std::string linsys = "auto";     // pcg | bdsv | riccati | kkt_ldlt | auto
   std::string hessian = "gauss_newton";  // gauss_newton | exact
-  std::string globalization = "merit";   // merit | none
+  std::string globalization = "filter";  // filter (Waechter-Biegler) | merit (l1, Armijo) | none
   double pcg_tol = 1e-12;
   int pcg_max_iter = 1000;
   double regularization = 1e-8;    // initial Hessian regularization when it is needed

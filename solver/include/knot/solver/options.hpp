@@ -1,0 +1,85 @@
+// Options of the SQP solver: a plain struct with documented defaults and one validation function.
+//
+// A problem file's `solver:` section (problems::SolverSettings) maps onto these by from_settings();
+// the fields below that have no key in the file keep their defaults. docs/solver.md explains the
+// method each group of fields controls. The default line search is the filter; a problem file's
+// `globalization` (filter, merit or none) sets it through from_settings().
+#pragma once
+
+#include <string>
+
+#include "knot/problems/settings.hpp"
+#include "knot/solver/lq.hpp"
+
+namespace knot::solver {
+
+enum class Globalization {
+  Merit,   // l1 merit function, penalty update, Armijo backtracking
+  Filter,  // filter line search on (infeasibility, barrier objective), Waechter and Biegler
+  None,    // full steps (shortened only by the fraction-to-boundary rule)
+};
+const char* to_string(Globalization globalization);
+
+enum class Hessian {
+  GaussNewton,  // the cost terms' J'WJ; the curvature of dynamics and constraints is left out
+  Exact,        // the Lagrangian's Hessian per knot, by central differences of its analytic gradient
+};
+const char* to_string(Hessian hessian);
+
+struct SolverOptions {
+  // ---- Termination
+  int max_iter = 100;                 // SQP iterations per solve()
+  double time_limit = 0;              // wall-clock seconds per solve(), checked once per iteration; 0 = none
+  double tol_stationarity = 1e-8;     // inf-norm of the Lagrangian gradient
+  double tol_feasibility = 1e-8;      // inf-norm of dynamics defects, x_0 - x0, equality rows, inequality
+                                      // violation max(g, 0) and slack residual g + s
+  double tol_complementarity = 1e-8;  // max_i s_i z_i
+  // One SQP iteration per solve() (real-time iteration for MPC): the barrier parameter, slacks and
+  // multipliers carry over from call to call.
+  bool real_time_iteration = false;
+
+  // ---- The LQ subproblem (backend, PCG tolerance, Schur regularization) and its Hessian
+  LqOptions lq;
+  Hessian hessian = Hessian::GaussNewton;
+
+  // ---- Hessian regularization, used when the LQ backend reports the Hessian not positive definite:
+  // delta I is added to every Q_k and R_k, starting at max(reg_init, last successful delta / reg_growth),
+  // and multiplied by reg_growth on each further failure; past reg_max the solve ends NumericalError.
+  double reg_init = 1e-8;
+  double reg_growth = 10;
+  double reg_max = 1e8;
+
+  // ---- Interior point for inequality rows g(x, u) <= 0 (slacks s > 0, duals z > 0)
+  double mu_init = 0.1;          // first barrier parameter
+  double mu_min = 1e-9;          // floor of the barrier parameter (from_settings: tol_complementarity / 10)
+  double mu_linear = 0.2;        // monotone update mu <- max(mu_min, min(mu_linear mu, mu^mu_superlinear)) ...
+  double mu_superlinear = 1.5;
+  double barrier_tol = 10;       // ... once the barrier problem's KKT error is <= barrier_tol * mu
+  double tau_min = 0.995;        // fraction to the boundary: tau = max(tau_min, 1 - mu)
+  double slack_push = 1e-2;      // initial slack s = max(-g, slack_push max(1, |g|))
+  double dual_init = 1;          // initial inequality dual z
+  double warm_start_mu = 1e-3;   // barrier parameter of a warm-started solve (after shift() or a solve)
+
+  // ---- Equality rows h(x, u) = 0: stabilized (proximal multiplier) Newton steps
+  // y+ = y + (h + J dw) / equality_reg; fixed points are exact KKT points (docs/solver.md).
+  double equality_reg = 1e-8;
+
+  // ---- Globalization (docs/solver.md compares the two line searches on every config)
+  Globalization globalization = Globalization::Filter;
+  double armijo = 1e-4;          // sufficient decrease: phi(a) <= phi(0) + armijo a D phi
+  double backtrack = 0.5;        // step-length factor per rejected trial
+  double min_step = 1e-10;       // smallest step length tried before LineSearchFailed
+  double penalty_margin = 1e-3;  // merit: penalty nu >= ||multipliers||_inf + penalty_margin
+  double penalty_max = 1e12;     // merit: a larger penalty means the constraints cannot be met: Infeasible
+
+  bool verbose = false;  // for callers (the CLI prints the per-iteration table); solve() never logs
+
+  // Names the first invalid field and its value ("max_iter must be >= 1, found 0"); empty if valid.
+  std::string validate() const;
+};
+
+// The options a problem file's `solver:` section asks for. Throws problems::ProblemError (key
+// solver.<field>) for a value the SQP solver does not offer: hessian: exact, an unknown linsys.
+SolverOptions from_settings(const problems::SolverSettings& settings);
+
+}  // namespace knot::solver

@@ -1,0 +1,117 @@
+// The SQP solver and its embedding API.
+//
+//   min  sum_k l_k(x_k, u_k)
+//   s.t. x_0 = x0,  x_{k+1} = F(x_k, u_k)  (the problem's integrator),
+//        g_k(x_k, u_k) <= 0  (inequality rows),  h_k(x_k, u_k) = 0  (equality rows).
+//
+// Each iteration: linearize (A_k, B_k, defects, Gauss-Newton cost blocks, constraint rows) ->
+// add_barrier_terms (interior point: G'(Z/S)G and the matching gradient; stabilized equality rows)
+// -> solve_lq (one stage-wise LQ subproblem, regularized when not positive definite) -> recover_step
+// (slacks, duals, multipliers, fraction to the boundary) -> line_search (l1 merit, Armijo) ->
+// check_convergence. docs/solver.md derives every step.
+//
+// Solver allocates everything at construction; solve(), set_initial_state(), set_reference() with
+// an unchanged shape, set_initial_guess() and shift() allocate nothing. Instances share nothing
+// mutable, so separate instances may run on separate threads. Errors in the problem throw
+// problems::ProblemError at construction; numerical trouble inside solve() is a Status.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "knot/problems/problem.hpp"
+#include "knot/solver/options.hpp"
+#include "knot/solver/stats.hpp"
+#include "knot/solver/status.hpp"
+
+namespace knot::solver {
+
+struct Solution {
+  int nx = 0, nu = 0, N = 0;
+  std::vector<double> x;       // N+1 states, nx each
+  std::vector<double> u;       // N controls, nu each
+  std::vector<double> lambda;  // N+1 dynamics multipliers (costates), the LQ convention of lq.hpp
+  std::vector<double> z;       // inequality duals, rows of knot k at Solver::inequality_offset(k)
+  std::vector<double> y;       // equality multipliers, rows of knot k at Solver::equality_offset(k)
+  double cost = 0;             // objective at x, u
+  Status status = Status::NotRun;
+  int iterations = 0;
+
+  // The status's explanation, with detail where there is one ("... at knot 12").
+  std::string_view message() const { return message_.data(); }
+
+  const double* x_k(int k) const { return x.data() + static_cast<std::size_t>(k) * nx; }
+  const double* u_k(int k) const { return u.data() + static_cast<std::size_t>(k) * nu; }
+  const double* lambda_k(int k) const { return lambda.data() + static_cast<std::size_t>(k) * nx; }
+
+  std::array<char, 192> message_{};  // written by the solver without allocating
+};
+
+class Solver {
+ public:
+  // Options from problem.solver (from_settings). Throws problems::ProblemError when the problem is
+  // invalid (Problem::validate: NaN in x0, sizes), a setting is not offered, or a term cannot be
+  // treated (control_rate costs, nu = 0); the message names the key.
+  explicit Solver(problems::Problem problem);
+  // Throws std::invalid_argument when options.validate() fails, else as above.
+  Solver(problems::Problem problem, const SolverOptions& options);
+  ~Solver();
+  Solver(Solver&&) noexcept;
+  Solver& operator=(Solver&&) noexcept;
+  Solver(const Solver&) = delete;
+  Solver& operator=(const Solver&) = delete;
+
+  // Runs SQP from the current iterate (the default guess, a given one, or the previous solution)
+  // and returns solution().status: up to max_iter iterations, or one real-time iteration when
+  // options().real_time_iteration is set.
+  Status solve();
+  // Real-time iterations for an MPC loop: at most `iterations` SQP steps (clamped to [1, max_iter])
+  // from the current iterate, returning right after the last step without linearizing the new
+  // iterate. Status MaxIterations after the steps, Solved when the iterate already met the
+  // tolerances (then no step is taken).
+  Status step(int iterations = 1);
+
+  // ---- MPC
+  // The initial state of the next solve (nx values; throws std::invalid_argument on another size). A
+  // non-finite entry makes the next solve() end NumericalError.
+  void set_initial_state(std::span<const double> x0);
+  // Replaces the reference of the cost named `cost_name`. When `ref` has the current reference's
+  // shape (dim and rows) the values are copied into place and nothing is allocated; otherwise the
+  // term takes the new reference (allocating). Throws std::invalid_argument for an unknown name, a
+  // cost without a reference, or a wrong dim. The cost terms are shared with the Problem the solver
+  // was built from, which sees the change too.
+  void set_reference(std::string_view cost_name, const problems::Reference& ref);
+  // A cold start from the given trajectory ((N+1) nx and N nu values): multipliers reset, slacks and
+  // duals re-initialized at the first linearization. Throws std::invalid_argument on other sizes.
+  void set_initial_guess(std::span<const double> x, std::span<const double> u);
+  // Warm start for the next control step: every knot takes its successor's primal and dual values
+  // (x_N and u_{N-1} stay), and the next solve starts from the barrier parameter warm_start_mu.
+  void shift();
+
+  const Solution& solution() const;
+  const Stats& stats() const;
+  const SolverOptions& options() const;
+  const problems::Problem& problem() const;
+  int nx() const;
+  int nu() const;
+  int N() const;
+  // Rows of knot k in Solution::z (inequality) and Solution::y (equality): [offset(k), offset(k+1)).
+  int inequality_offset(int k) const;
+  int equality_offset(int k) const;
+  // Heap bytes allocated at construction for iterates, LQ data, workspaces and statistics (the LQ
+  // backend's included; the model's own data not).
+  std::size_t bytes_allocated() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The default initial guess: x_k = x0 for every knot, u_k = 0. (N+1) nx and N nu values.
+void default_initial_guess(const problems::Problem& problem, std::vector<double>& x, std::vector<double>& u);
+
+}  // namespace knot::solver

@@ -1,0 +1,23 @@
+// How a solve ended: a scoped enum with a one-line explanation, never a magic number.
+#pragma once
+
+namespace knot::solver {
+
+enum class Status {
+  NotRun,            // solve() has not been called yet
+  Solved,            // stationarity, feasibility and complementarity are within their tolerances
+  MaxIterations,     // max_iter SQP iterations taken (a real-time iteration ends here after its one step)
+  TimeLimit,         // the wall-clock time_limit ran out before convergence
+  Infeasible,        // the constraints could not be met: the merit penalty outgrew penalty_max, or the
+                     // line search stalled while the primal infeasibility stayed above tolerance
+  NumericalError,    // NaN or Inf in a function, a Jacobian or a step, an integrator that failed, or the
+                     // Hessian regularization exhausted (reg_max)
+  LineSearchFailed,  // no step length down to min_step decreased the merit function
+};
+
+// "solved", "max_iterations", ... (the CLI's and the JSON report's spelling).
+const char* to_string(Status status);
+// One line explaining the status.
+const char* describe(Status status);
+
+}  // namespace knot::solver

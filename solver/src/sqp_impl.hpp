@@ -1,0 +1,134 @@
+// The SQP solver's state and phases (private). Solver::Impl owns every array the solve touches, sized
+// in the constructor; the phase functions (sqp_linearize.cpp, sqp_step.cpp) only index into them.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "knot/problems/constraint.hpp"
+#include "knot/problems/cost.hpp"
+#include "knot/problems/integrator.hpp"
+#include "knot/problems/problem.hpp"
+#include "knot/solver/lq.hpp"
+#include "knot/solver/solver.hpp"
+
+namespace knot::solver {
+
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Constraint rows of one kind (inequality or equality) over the knots: the rows of knot k are
+// [offset[k], offset[k+1]); each row's Jacobian [dg/dx, dg/du] is stored row-major with width nx + nu
+// (the u part stays zero at knot N).
+struct Rows {
+  std::vector<const problems::ConstraintTerm*> terms;  // of this kind, in problem order
+  std::vector<int> offset;                             // N + 2 entries
+  std::vector<double> value;                           // g or h at the iterate
+  std::vector<double> jac;                             // total x (nx + nu)
+  std::vector<double> trial;                           // g or h at the line search's trial point
+  std::vector<double> jdw;                             // J dw for the step
+  int total() const { return offset.back(); }
+};
+
+// KKT residuals of the iterate (inf-norms).
+struct Residuals {
+  double stationarity = 0;
+  double feasibility = 0;
+  double complementarity = 0;  // max s_i z_i
+  double barrier_error = 0;    // the barrier problem's KKT error at the current mu
+};
+
+// Merit function pieces at a point: phi = cost + barrier + penalty * infeasibility.
+struct MeritParts {
+  double cost = 0;
+  double barrier = 0;        // -mu sum log s
+  double infeasibility = 0;  // ||x_0 - x0||_1 + sum ||defects||_1 + ||h||_1 + ||g + s||_1
+  bool finite = true;
+};
+
+struct Solver::Impl {
+  Impl(problems::Problem problem, const SolverOptions& options);
+
+  Status solve(int max_steps, bool real_time);
+
+  // ---- Phases, in the order solve() runs them
+  bool linearize();                     // at (x, u): LQ blocks, raw gradients, rows; false on NaN/failure
+  bool exact_hessian(int k);            // replaces knot k's Gauss-Newton blocks by the Lagrangian's
+  bool lagrangian_gradient(int k, const double* x, const double* u, double* out);
+  void initialize_slacks();             // cold start: s from g, z = dual_init
+  Residuals measure_residuals() const;  // check_convergence's input
+  void update_barrier(Residuals& res);  // monotone mu decrease once the barrier problem is solved
+  void add_barrier_terms();             // condense inequality and equality rows into the LQ
+  bool solve_lq(IterationStats& it);    // with regularization retries; false on failure
+  void recover_step(double& alpha_primal, double& alpha_dual);  // ds, dz, dy, fraction to the boundary
+  bool line_search(double alpha_max, IterationStats& it);  // true: a step was accepted
+  bool update_penalty(double df, IterationStats& it);
+  bool merit_search(double alpha_max, double df, IterationStats& it);
+  bool filter_search(double alpha_max, double df, IterationStats& it);
+  MeritParts trial_point(double alpha);
+  void accept_step(double alpha, double alpha_dual);
+  bool converged(const Residuals& res) const;
+
+  // ---- Helpers
+  MeritParts evaluate_merit_parts(const double* x, const double* u, const double* s);
+  double evaluate_cost(const double* x, const double* u);
+  double merit(const MeritParts& m) const { return m.cost + m.barrier + penalty * m.infeasibility; }
+  problems::StagePoint point(int k, const double* x, const double* u) const;
+  // Sets the status and its message (describe(status), then ": " and the formatted detail).
+  void set_status(Status status, const char* format, ...);
+  void record_allocation_sizes();
+
+  // ---- Problem and options
+  problems::Problem problem;
+  SolverOptions opt;
+  int nx = 0, nu = 0, N = 0, nw = 0;  // nw = nx + nu
+  double dt = 0;
+  std::unique_ptr<problems::ModelData> model_data;
+  problems::Integrator integrator;
+  std::vector<const problems::CostTerm*> costs;
+
+  // ---- Iterate: primal x, u and dual lambda, z, y live in `sol`; slacks s beside them
+  Solution sol;
+  std::vector<double> s;
+  Rows ineq, eq;
+  double mu = 0;
+  double penalty = 0;
+  double reg_last = 0;
+  bool cold = true;         // next solve() starts cold: slacks and duals re-initialized
+  bool warm_shift = false;  // next solve() follows shift(): mu raised to warm_start_mu
+
+  // ---- Linearization at the iterate
+  double cost = 0;
+  std::vector<double> grad_x, grad_u;  // raw cost gradient (N+1) nx and N nu, before condensing
+  LqData lq;                           // the subproblem in the step (dx, du)
+  LqSolution step;                     // its solution: dx, du and the new costates
+  LqSolver lq_solver;
+
+  // ---- Step and line search
+  std::vector<double> ds, dz, dy;
+  std::vector<double> x_trial, u_trial, s_trial, x_next;
+  MeritParts current;  // merit pieces at the iterate
+  double merit_decrease = 0;  // theta - theta_model of the step (merit)
+  // Filter entries (theta, phi_mu), reset at each barrier parameter; capacity max_iter + 1.
+  std::vector<std::array<double, 2>> filter;
+  int filter_size = 0;
+  double filter_theta_max = 0, filter_theta_min = 0;
+
+  // ---- Term evaluation scratch (the largest term's rows)
+  std::vector<double> term_g, term_gx, term_gu;
+  std::vector<int> nonzero;  // nonzero entries of one Jacobian row (nw)
+  // Exact Hessian scratch (empty for Gauss-Newton): the perturbed point, two gradients, the Hessian
+  // and the integrator's sensitivities there.
+  std::vector<double> fd_w, fd_plus, fd_minus, fd_H, fd_A, fd_B;
+
+  Stats stats;
+  std::size_t bytes = 0;
+};
+
+}  // namespace knot::solver

@@ -1,0 +1,337 @@
+// The SQP phases that evaluate the problem: linearize (the LQ subproblem's data at the iterate), the
+// KKT residuals for check_convergence, and the merit function at line-search trial points.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "sqp_impl.hpp"
+
+namespace knot::solver {
+namespace {
+
+bool all_finite(const std::vector<double>& v) {
+  for (double e : v)
+    if (!std::isfinite(e)) return false;
+  return true;
+}
+
+double l1(const double* v, int n) {
+  double sum = 0;
+  for (int i = 0; i < n; ++i) sum += std::abs(v[i]);
+  return sum;
+}
+
+}  // namespace
+
+problems::StagePoint Solver::Impl::point(int k, const double* x, const double* u) const {
+  problems::StagePoint p;
+  p.k = k;
+  p.N = N;
+  p.dt = dt;
+  p.x = x + static_cast<std::size_t>(k) * nx;
+  p.u = k < N ? u + static_cast<std::size_t>(k) * nu : nullptr;
+  p.u_prev = k > 0 ? u + static_cast<std::size_t>(k - 1) * nu : nullptr;
+  p.data = model_data.get();
+  return p;
+}
+
+// Rows of one kind at knot k: values into rows.value (or `values` when given) and, when `jacobian`,
+// the Jacobian rows [dg/dx, dg/du].
+static void evaluate_rows(const Rows& rows, const problems::StagePoint& p, int nx, int nu, double* values, double* jac,
+                          double* tg, double* tgx, double* tgu) {
+  const int nw = nx + nu;
+  int row = rows.offset[static_cast<std::size_t>(p.k)];
+  for (const problems::ConstraintTerm* t : rows.terms) {
+    if (!t->active(p.k, p.N)) continue;
+    const int m = t->dim();
+    if (jac == nullptr) {
+      t->evaluate(p, values + row);
+    } else {
+      // A term writes only the blocks of the variables it reads; the others must read as zero.
+      std::fill(tgx, tgx + static_cast<std::size_t>(m) * nx, 0.0);
+      std::fill(tgu, tgu + static_cast<std::size_t>(m) * nu, 0.0);
+      t->jacobian(p, tg, tgx, p.u != nullptr ? tgu : nullptr);
+      for (int i = 0; i < m; ++i) {
+        values[row + i] = tg[i];
+        double* J = jac + static_cast<std::size_t>(row + i) * nw;
+        for (int j = 0; j < nx; ++j) J[j] = tgx[i + static_cast<std::size_t>(j) * m];
+        for (int j = 0; j < nu; ++j) J[nx + j] = p.u != nullptr ? tgu[i + static_cast<std::size_t>(j) * m] : 0.0;
+      }
+    }
+    row += m;
+  }
+}
+
+// Per knot: the Gauss-Newton cost blocks (Q_k, R_k, S_k, q_k, r_k), the integrator's sensitivities
+// A_k, B_k and defect c_k = F(x_k, u_k) - x_{k+1}, and the constraint rows with their Jacobians.
+// The LQ is posed in the step, so x_init = x0 - x_0.
+bool Solver::Impl::linearize() {
+  const double* x = sol.x.data();
+  const double* u = sol.u.data();
+  cost = 0;
+  for (int k = 0; k <= N; ++k) {
+    const problems::StagePoint p = point(k, x, u);
+    const bool running = k < N;
+    double* Q = lq.Q_k(k);
+    double* q = lq.q_k(k);
+    std::fill(Q, Q + static_cast<std::size_t>(nx) * nx, 0.0);
+    std::fill(q, q + nx, 0.0);
+    problems::CostBlocks blocks;
+    blocks.gx = q;
+    blocks.Hxx = Q;
+    if (running) {
+      std::fill(lq.R_k(k), lq.R_k(k) + static_cast<std::size_t>(nu) * nu, 0.0);
+      std::fill(lq.S_k(k), lq.S_k(k) + static_cast<std::size_t>(nu) * nx, 0.0);
+      std::fill(lq.r_k(k), lq.r_k(k) + nu, 0.0);
+      blocks.gu = lq.r_k(k);
+      blocks.Huu = lq.R_k(k);
+      blocks.Hux = lq.S_k(k);
+    }
+    for (const problems::CostTerm* c : costs)
+      if (c->active(k, N)) cost += c->accumulate(p, blocks);
+    std::copy(q, q + nx, grad_x.begin() + static_cast<std::ptrdiff_t>(k) * nx);
+    if (running) {
+      std::copy(lq.r_k(k), lq.r_k(k) + nu, grad_u.begin() + static_cast<std::ptrdiff_t>(k) * nu);
+      const problems::IntegratorStatus st =
+          integrator.step_jacobian(*model_data, p.x, p.u, dt, x_next.data(), lq.A_k(k), lq.B_k(k));
+      if (st != problems::IntegratorStatus::Ok) {
+        const std::string_view why = problems::to_string(st);
+        set_status(Status::NumericalError, "integrator: %.*s at knot %d", static_cast<int>(why.size()), why.data(), k);
+        return false;
+      }
+      const double* xn = x + static_cast<std::size_t>(k + 1) * nx;
+      for (int i = 0; i < nx; ++i) lq.c_k(k)[i] = x_next[static_cast<std::size_t>(i)] - xn[i];
+    }
+    evaluate_rows(ineq, p, nx, nu, ineq.value.data(), ineq.jac.data(), term_g.data(), term_gx.data(),
+                  term_gu.data());
+    evaluate_rows(eq, p, nx, nu, eq.value.data(), eq.jac.data(), term_g.data(), term_gx.data(), term_gu.data());
+    if (opt.hessian == Hessian::Exact && !exact_hessian(k)) return false;
+  }
+  for (int i = 0; i < nx; ++i) lq.x_init[static_cast<std::size_t>(i)] = problem.x0[static_cast<std::size_t>(i)] - x[i];
+
+  const auto bad = [&](const char* what) {
+    set_status(Status::NumericalError, "non-finite %s at the iterate of iteration %d", what, stats.rows);
+    return false;
+  };
+  if (!std::isfinite(cost)) return bad("cost");
+  if (!all_finite(lq.A) || !all_finite(lq.B) || !all_finite(lq.c)) return bad("dynamics or sensitivities");
+  if (!all_finite(lq.Q) || !all_finite(lq.R) || !all_finite(lq.S) || !all_finite(lq.q) || !all_finite(lq.r))
+    return bad("cost derivatives");
+  if (!all_finite(ineq.value) || !all_finite(ineq.jac) || !all_finite(eq.value) || !all_finite(eq.jac))
+    return bad("constraint rows");
+
+  // Merit pieces at the iterate, for the line search (the barrier term is added once mu is known).
+  current.cost = cost;
+  current.infeasibility = l1(lq.x_init.data(), nx) + l1(lq.c.data(), N * nx) + l1(eq.value.data(), eq.total());
+  for (int i = 0; i < ineq.total(); ++i) current.infeasibility += std::abs(ineq.value[i] + s[i]);
+  current.finite = true;
+  return true;
+}
+
+// The gradient in w = (x_k, u_k) of knot k's part of the Lagrangian,
+//   L_k = l_k(w) + lambda_{k+1}' F(x_k, u_k) + z_k' g_k(w) + y_k' h_k(w),
+// at the current multipliers; nx entries at the terminal knot. False when the integrator fails.
+bool Solver::Impl::lagrangian_gradient(int k, const double* x, const double* u, double* out) {
+  const bool running = k < N;
+  std::fill(out, out + (running ? nw : nx), 0.0);
+  problems::StagePoint p;
+  p.k = k;
+  p.N = N;
+  p.dt = dt;
+  p.x = x;
+  p.u = running ? u : nullptr;
+  p.u_prev = nullptr;  // no cost couples consecutive controls (rejected at construction)
+  p.data = model_data.get();
+  problems::CostBlocks blocks;
+  blocks.gx = out;
+  blocks.gu = running ? out + nx : nullptr;
+  for (const problems::CostTerm* c : costs)
+    if (c->active(k, N)) c->accumulate(p, blocks);
+  if (running) {
+    if (integrator.step_jacobian(*model_data, x, u, dt, x_next.data(), fd_A.data(), fd_B.data()) !=
+        problems::IntegratorStatus::Ok)
+      return false;
+    const double* lam = sol.lambda.data() + static_cast<std::size_t>(k + 1) * nx;
+    for (int j = 0; j < nx; ++j)
+      for (int i = 0; i < nx; ++i) out[j] += fd_A[i + static_cast<std::size_t>(j) * nx] * lam[i];
+    for (int j = 0; j < nu; ++j)
+      for (int i = 0; i < nx; ++i) out[nx + j] += fd_B[i + static_cast<std::size_t>(j) * nx] * lam[i];
+  }
+  for (const Rows* rows : {&ineq, &eq}) {
+    const std::vector<double>& mult = rows == &ineq ? sol.z : sol.y;
+    int row = rows->offset[static_cast<std::size_t>(k)];
+    for (const problems::ConstraintTerm* t : rows->terms) {
+      if (!t->active(k, N)) continue;
+      const int m = t->dim();
+      std::fill(term_gx.begin(), term_gx.begin() + static_cast<std::ptrdiff_t>(m) * nx, 0.0);
+      std::fill(term_gu.begin(), term_gu.begin() + static_cast<std::ptrdiff_t>(m) * nu, 0.0);
+      t->jacobian(p, term_g.data(), term_gx.data(), running ? term_gu.data() : nullptr);
+      for (int i = 0; i < m; ++i) {
+        const double mi = mult[static_cast<std::size_t>(row + i)];
+        for (int j = 0; j < nx; ++j) out[j] += term_gx[i + static_cast<std::size_t>(j) * m] * mi;
+        if (running)
+          for (int j = 0; j < nu; ++j) out[nx + j] += term_gu[i + static_cast<std::size_t>(j) * m] * mi;
+      }
+      row += m;
+    }
+  }
+  return true;
+}
+
+// Exact Hessian of knot k: central differences of the analytic Lagrangian gradient, with the step
+// h_j = eps^(1/3) max(1, |w_j|) that balances truncation (h^2) against rounding (eps / h), then
+// symmetrized. It replaces the Gauss-Newton blocks Q_k, R_k, S_k (the gradient stays analytic).
+bool Solver::Impl::exact_hessian(int k) {
+  const bool running = k < N;
+  const int n = running ? nw : nx;
+  const double* x = sol.x.data() + static_cast<std::size_t>(k) * nx;
+  const double* u = running ? sol.u.data() + static_cast<std::size_t>(k) * nu : nullptr;
+  std::copy(x, x + nx, fd_w.begin());
+  if (running) std::copy(u, u + nu, fd_w.begin() + nx);
+  const double step_scale = std::cbrt(std::numeric_limits<double>::epsilon());
+  for (int j = 0; j < n; ++j) {
+    const double w = fd_w[static_cast<std::size_t>(j)];
+    const double h = step_scale * std::max(1.0, std::abs(w));
+    fd_w[static_cast<std::size_t>(j)] = w + h;
+    const bool ok_plus = lagrangian_gradient(k, fd_w.data(), fd_w.data() + nx, fd_plus.data());
+    fd_w[static_cast<std::size_t>(j)] = w - h;
+    const bool ok_minus = lagrangian_gradient(k, fd_w.data(), fd_w.data() + nx, fd_minus.data());
+    fd_w[static_cast<std::size_t>(j)] = w;
+    if (!ok_plus || !ok_minus) {
+      set_status(Status::NumericalError, "integrator failed while differencing the Hessian at knot %d", k);
+      return false;
+    }
+    for (int i = 0; i < n; ++i)
+      fd_H[static_cast<std::size_t>(i) + static_cast<std::size_t>(j) * n] =
+          (fd_plus[static_cast<std::size_t>(i)] - fd_minus[static_cast<std::size_t>(i)]) / (2 * h);
+  }
+  const auto H = [&](int i, int j) {
+    return 0.5 * (fd_H[static_cast<std::size_t>(i) + static_cast<std::size_t>(j) * n] +
+                  fd_H[static_cast<std::size_t>(j) + static_cast<std::size_t>(i) * n]);
+  };
+  double* Q = lq.Q_k(k);
+  for (int j = 0; j < nx; ++j)
+    for (int i = 0; i < nx; ++i) Q[i + static_cast<std::size_t>(j) * nx] = H(i, j);
+  if (running) {
+    double* R = lq.R_k(k);
+    double* S = lq.S_k(k);
+    for (int j = 0; j < nu; ++j)
+      for (int i = 0; i < nu; ++i) R[i + static_cast<std::size_t>(j) * nu] = H(nx + i, nx + j);
+    for (int j = 0; j < nx; ++j)
+      for (int i = 0; i < nu; ++i) S[i + static_cast<std::size_t>(j) * nu] = H(nx + i, j);
+  }
+  return true;
+}
+
+// Cold start: s = max(-g, slack_push max(1, |g|)) keeps the slacks off the boundary even where the
+// guess violates a row; the duals start at dual_init.
+void Solver::Impl::initialize_slacks() {
+  for (int i = 0; i < ineq.total(); ++i) {
+    const double g = ineq.value[static_cast<std::size_t>(i)];
+    s[i] = std::max(-g, opt.slack_push * std::max(1.0, std::abs(g)));
+    sol.z[i] = opt.dual_init;
+  }
+  std::fill(sol.lambda.begin(), sol.lambda.end(), 0.0);
+  std::fill(sol.y.begin(), sol.y.end(), 0.0);
+  // The slacks changed: the iterate's infeasibility includes g + s.
+  current.infeasibility = 0;
+  for (int k = 0; k < N; ++k)
+    for (int i = 0; i < nx; ++i) current.infeasibility += std::abs(lq.c_k(k)[i]);
+  for (int i = 0; i < nx; ++i) current.infeasibility += std::abs(lq.x_init[static_cast<std::size_t>(i)]);
+  for (int i = 0; i < eq.total(); ++i) current.infeasibility += std::abs(eq.value[i]);
+  for (int i = 0; i < ineq.total(); ++i) current.infeasibility += std::abs(ineq.value[i] + s[i]);
+}
+
+// check_convergence's measures at the iterate (mu = 0):
+//   stationarity     inf-norm of grad_x L and grad_u L with
+//                    L = f + lambda_0'(x0 - x_0) + sum lambda_{k+1}'(F_k - x_{k+1}) + z'(g + s) + y'h
+//   feasibility      inf-norm of x_0 - x0, defects, h, max(g, 0) and g + s
+//   complementarity  max s_i z_i
+// plus the barrier problem's error (mu > 0) for the barrier update.
+Residuals Solver::Impl::measure_residuals() const {
+  Residuals r;
+  const auto upd = [](double& m, double v) { m = std::max(m, std::abs(v)); };
+  for (int k = 0; k <= N; ++k) {
+    const double* lam = sol.lambda.data() + static_cast<std::size_t>(k) * nx;
+    const double* gx = grad_x.data() + static_cast<std::size_t>(k) * nx;
+    for (int i = 0; i < nx; ++i) {
+      double acc = gx[i] - lam[i];
+      if (k < N) {
+        const double* A = lq.A_k(k);
+        const double* ln = lam + nx;
+        for (int j = 0; j < nx; ++j) acc += A[j + static_cast<std::size_t>(i) * nx] * ln[j];
+      }
+      for (int row = ineq.offset[k]; row < ineq.offset[k + 1]; ++row)
+        acc += ineq.jac[static_cast<std::size_t>(row) * nw + i] * sol.z[row];
+      for (int row = eq.offset[k]; row < eq.offset[k + 1]; ++row)
+        acc += eq.jac[static_cast<std::size_t>(row) * nw + i] * sol.y[row];
+      upd(r.stationarity, acc);
+    }
+    if (k == N) break;
+    const double* B = lq.B_k(k);
+    const double* ln = lam + nx;
+    const double* gu = grad_u.data() + static_cast<std::size_t>(k) * nu;
+    for (int i = 0; i < nu; ++i) {
+      double acc = gu[i];
+      for (int j = 0; j < nx; ++j) acc += B[j + static_cast<std::size_t>(i) * nx] * ln[j];
+      for (int row = ineq.offset[k]; row < ineq.offset[k + 1]; ++row)
+        acc += ineq.jac[static_cast<std::size_t>(row) * nw + nx + i] * sol.z[row];
+      for (int row = eq.offset[k]; row < eq.offset[k + 1]; ++row)
+        acc += eq.jac[static_cast<std::size_t>(row) * nw + nx + i] * sol.y[row];
+      upd(r.stationarity, acc);
+    }
+  }
+  for (double v : lq.x_init) upd(r.feasibility, v);
+  for (double v : lq.c) upd(r.feasibility, v);
+  for (double v : eq.value) upd(r.feasibility, v);
+  double comp_mu = 0;
+  for (int i = 0; i < ineq.total(); ++i) {
+    const double g = ineq.value[i];
+    upd(r.feasibility, std::max(g, 0.0));
+    upd(r.feasibility, g + s[i]);
+    r.complementarity = std::max(r.complementarity, s[i] * sol.z[i]);
+    comp_mu = std::max(comp_mu, std::abs(s[i] * sol.z[i] - mu));
+  }
+  r.barrier_error = std::max({r.stationarity, r.feasibility, comp_mu});
+  return r;
+}
+
+double Solver::Impl::evaluate_cost(const double* x, const double* u) {
+  double f = 0;
+  for (int k = 0; k <= N; ++k) {
+    const problems::StagePoint p = point(k, x, u);
+    for (const problems::CostTerm* c : costs)
+      if (c->active(k, N)) f += c->value(p);
+  }
+  return f;
+}
+
+// Merit pieces at a trial point: cost, barrier and l1 infeasibility. Function values only (no
+// derivatives); a failed integrator step or a NaN marks the point as not finite.
+MeritParts Solver::Impl::evaluate_merit_parts(const double* x, const double* u, const double* sl) {
+  MeritParts m;
+  m.cost = evaluate_cost(x, u);
+  for (int i = 0; i < nx; ++i) m.infeasibility += std::abs(problem.x0[static_cast<std::size_t>(i)] - x[i]);
+  for (int k = 0; k <= N; ++k) {
+    const problems::StagePoint p = point(k, x, u);
+    if (k < N) {
+      if (integrator.step(*model_data, p.x, p.u, dt, x_next.data()) != problems::IntegratorStatus::Ok) {
+        m.finite = false;
+        return m;
+      }
+      const double* xn = p.x + nx;
+      for (int i = 0; i < nx; ++i) m.infeasibility += std::abs(x_next[static_cast<std::size_t>(i)] - xn[i]);
+    }
+    evaluate_rows(ineq, p, nx, nu, ineq.trial.data(), nullptr, nullptr, nullptr, nullptr);
+    evaluate_rows(eq, p, nx, nu, eq.trial.data(), nullptr, nullptr, nullptr, nullptr);
+  }
+  for (int i = 0; i < eq.total(); ++i) m.infeasibility += std::abs(eq.trial[i]);
+  for (int i = 0; i < ineq.total(); ++i) {
+    m.infeasibility += std::abs(ineq.trial[i] + sl[i]);
+    m.barrier -= mu * std::log(sl[i]);
+  }
+  m.finite = std::isfinite(m.cost) && std::isfinite(m.infeasibility) && std::isfinite(m.barrier);
+  return m;
+}
+
+}  // namespace knot::solver

@@ -1,0 +1,381 @@
+// Solver: construction (every allocation), the embedding API, and the SQP loop.
+#include <algorithm>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+#include "knot/problems/error.hpp"
+#include "sqp_impl.hpp"
+
+namespace knot::solver {
+namespace {
+
+problems::ProblemError problem_error(const problems::Problem& p, const std::string& key, const std::string& expected,
+                                     const std::string& found) {
+  return problems::ProblemError(problems::SourceLocation{p.source, 0, 0}, key, expected, found);
+}
+
+// Rows of one constraint kind per knot, their offsets and storage.
+void layout_rows(Rows& rows, const problems::Problem& p, problems::ConstraintKind kind, int nw) {
+  const int N = p.horizon.N;
+  for (const auto& c : p.constraints)
+    if (c->kind() == kind) rows.terms.push_back(c.get());
+  rows.offset.assign(static_cast<std::size_t>(N) + 2, 0);
+  for (int k = 0; k <= N; ++k) {
+    int m = 0;
+    for (const auto* t : rows.terms)
+      if (t->active(k, N)) m += t->dim();
+    rows.offset[static_cast<std::size_t>(k) + 1] = rows.offset[static_cast<std::size_t>(k)] + m;
+  }
+  const std::size_t total = static_cast<std::size_t>(rows.total());
+  rows.value.assign(total, 0.0);
+  rows.trial.assign(total, 0.0);
+  rows.jdw.assign(total, 0.0);
+  rows.jac.assign(total * static_cast<std::size_t>(nw), 0.0);
+}
+
+// Allocation-free bounds check shared by the setters.
+void require_size(std::size_t found, std::size_t expected, const char* what) {
+  if (found != expected)
+    throw std::invalid_argument(std::string("Solver::") + what + ": expected " + std::to_string(expected) +
+                                " values, found " + std::to_string(found));
+}
+
+template <class T>
+std::size_t vector_bytes(const std::vector<T>& v) {
+  return v.capacity() * sizeof(T);
+}
+
+const SolverOptions& validated(const SolverOptions& o) {
+  if (const std::string why = o.validate(); !why.empty()) throw std::invalid_argument("SolverOptions: " + why);
+  return o;
+}
+
+// The LQ layer needs a control at every running knot.
+LqSolver make_lq_solver(const problems::Problem& p, const SolverOptions& o) {
+  if (p.nu() < 1)
+    throw problem_error(p, "model", "a model with at least one control (the LQ subproblem needs nu >= 1)",
+                        "nu = 0");
+  return LqSolver(p.nx(), p.nu(), p.horizon.N, o.lq);
+}
+
+}  // namespace
+
+void default_initial_guess(const problems::Problem& problem, std::vector<double>& x, std::vector<double>& u) {
+  const int nx = problem.nx(), nu = problem.nu(), N = problem.horizon.N;
+  x.resize(static_cast<std::size_t>(N + 1) * nx);
+  u.assign(static_cast<std::size_t>(N) * nu, 0.0);
+  for (int k = 0; k <= N; ++k) std::copy(problem.x0.begin(), problem.x0.end(), x.begin() + static_cast<std::ptrdiff_t>(k) * nx);
+}
+
+Solver::Impl::Impl(problems::Problem p, const SolverOptions& options)
+    : problem((p.validate(), std::move(p))),
+      opt(validated(options)),
+      integrator(*problem.model, problem.horizon.integrator),
+      lq_solver(make_lq_solver(problem, opt)) {
+  nx = problem.nx();
+  nu = problem.nu();
+  N = problem.horizon.N;
+  nw = nx + nu;
+  dt = problem.horizon.dt;
+  for (std::size_t i = 0; i < problem.costs.size(); ++i) {
+    const problems::CostTerm* c = problem.costs[i].get();
+    // A cost on u_k - u_{k-1} couples consecutive stages, which the stage-wise LQ cannot hold
+    // without augmenting the state by the previous control (docs/solver.md).
+    if (c->couples_previous_control())
+      throw problem_error(problem, "costs[" + std::to_string(i) + "].type",
+                          "a cost on one knot (state, control or end_effector); the SQP solver does not "
+                          "treat costs that couple consecutive controls yet",
+                          std::string(c->type()));
+    costs.push_back(c);
+  }
+  model_data = problem.model->make_data();
+
+  // Iterate and its default initial guess.
+  sol.nx = nx;
+  sol.nu = nu;
+  sol.N = N;
+  default_initial_guess(problem, sol.x, sol.u);
+  sol.lambda.assign(static_cast<std::size_t>(N + 1) * nx, 0.0);
+  layout_rows(ineq, problem, problems::ConstraintKind::Inequality, nw);
+  layout_rows(eq, problem, problems::ConstraintKind::Equality, nw);
+  sol.z.assign(static_cast<std::size_t>(ineq.total()), opt.dual_init);
+  sol.y.assign(static_cast<std::size_t>(eq.total()), 0.0);
+  s.assign(sol.z.size(), 1.0);
+  ds.assign(sol.z.size(), 0.0);
+  dz.assign(sol.z.size(), 0.0);
+  s_trial.assign(sol.z.size(), 0.0);
+  dy.assign(sol.y.size(), 0.0);
+
+  grad_x.assign(static_cast<std::size_t>(N + 1) * nx, 0.0);
+  grad_u.assign(static_cast<std::size_t>(N) * nu, 0.0);
+  lq = LqData(nx, nu, N);
+  step = LqSolution(nx, nu, N);
+  x_trial.assign(sol.x.size(), 0.0);
+  u_trial.assign(sol.u.size(), 0.0);
+  x_next.assign(static_cast<std::size_t>(nx), 0.0);
+
+  int max_dim = 1;
+  for (const auto& c : problem.constraints) max_dim = std::max(max_dim, c->dim());
+  term_g.assign(static_cast<std::size_t>(max_dim), 0.0);
+  term_gx.assign(static_cast<std::size_t>(max_dim) * nx, 0.0);
+  term_gu.assign(static_cast<std::size_t>(max_dim) * nu, 0.0);
+  nonzero.assign(static_cast<std::size_t>(nw), 0);
+  if (opt.hessian == Hessian::Exact) {
+    fd_w.assign(static_cast<std::size_t>(nw), 0.0);
+    fd_plus.assign(static_cast<std::size_t>(nw), 0.0);
+    fd_minus.assign(static_cast<std::size_t>(nw), 0.0);
+    fd_H.assign(static_cast<std::size_t>(nw) * nw, 0.0);
+    fd_A.assign(static_cast<std::size_t>(nx) * nx, 0.0);
+    fd_B.assign(static_cast<std::size_t>(nx) * nu, 0.0);
+  }
+
+  filter.assign(static_cast<std::size_t>(opt.max_iter) + 1, {0.0, 0.0});
+  stats.per_iteration.assign(static_cast<std::size_t>(opt.max_iter) + 1, IterationStats{});
+  stats.linsys = lq_solver.linsys();
+  std::snprintf(sol.message_.data(), sol.message_.size(), "%s", describe(Status::NotRun));
+  record_allocation_sizes();
+}
+
+void Solver::Impl::record_allocation_sizes() {
+  bytes = vector_bytes(sol.x) + vector_bytes(sol.u) + vector_bytes(sol.lambda) + vector_bytes(sol.z) +
+          vector_bytes(sol.y) + vector_bytes(s) + vector_bytes(ds) + vector_bytes(dz) + vector_bytes(dy) +
+          vector_bytes(s_trial) + vector_bytes(grad_x) + vector_bytes(grad_u) + vector_bytes(x_trial) +
+          vector_bytes(u_trial) + vector_bytes(x_next) + vector_bytes(term_g) + vector_bytes(term_gx) +
+          vector_bytes(term_gu) + vector_bytes(nonzero) + vector_bytes(filter) + vector_bytes(fd_w) + vector_bytes(fd_plus) +
+          vector_bytes(fd_minus) + vector_bytes(fd_H) + vector_bytes(fd_A) + vector_bytes(fd_B) + vector_bytes(stats.per_iteration) + vector_bytes(costs);
+  for (const Rows* r : {&ineq, &eq})
+    bytes += vector_bytes(r->terms) + vector_bytes(r->offset) + vector_bytes(r->value) + vector_bytes(r->jac) +
+             vector_bytes(r->trial) + vector_bytes(r->jdw);
+  for (const auto* v : {&lq.A, &lq.B, &lq.c, &lq.Q, &lq.R, &lq.S, &lq.q, &lq.r, &lq.x_init, &step.x, &step.u,
+                        &step.lambda})
+    bytes += vector_bytes(*v);
+  bytes += lq_solver.bytes_allocated();
+}
+
+void Solver::Impl::set_status(Status status, const char* format, ...) {
+  sol.status = status;
+  int used = std::snprintf(sol.message_.data(), sol.message_.size(), "%s", describe(status));
+  if (format != nullptr && used >= 0 && static_cast<std::size_t>(used) + 2 < sol.message_.size()) {
+    sol.message_[static_cast<std::size_t>(used)] = ':';
+    sol.message_[static_cast<std::size_t>(used) + 1] = ' ';
+    std::va_list args;
+    va_start(args, format);
+    std::vsnprintf(sol.message_.data() + used + 2, sol.message_.size() - static_cast<std::size_t>(used) - 2, format,
+                   args);
+    va_end(args);
+  }
+}
+
+bool Solver::Impl::converged(const Residuals& r) const {
+  return r.stationarity <= opt.tol_stationarity && r.feasibility <= opt.tol_feasibility &&
+         r.complementarity <= opt.tol_complementarity;
+}
+
+// The SQP loop. Iterate i is linearized once; its residuals decide convergence, and otherwise one
+// step (LQ subproblem, slack and dual recovery, line search) leads to iterate i + 1. At most
+// max_steps steps; a real-time call returns after its last step without linearizing the new iterate.
+Status Solver::Impl::solve(int max_steps, bool real_time) {
+  const Clock::time_point t_start = Clock::now();
+  stats.iterations = 0;
+  stats.rows = 0;
+  stats.lq_solves = 0;
+  stats.lq_iterations = 0;
+  stats.regularized = 0;
+  stats.max_regularization = 0;
+  stats.time = PhaseTimes{};
+  sol.iterations = 0;
+  set_status(Status::NotRun, nullptr);
+  penalty = 0;
+  if (cold) {
+    mu = opt.mu_init;
+  } else if (warm_shift) {
+    mu = std::max(mu, opt.warm_start_mu);
+  }
+  warm_shift = false;
+
+  for (double v : problem.x0)
+    if (!std::isfinite(v)) {
+      set_status(Status::NumericalError, "the initial state has a non-finite entry");
+      stats.time.total = seconds_since(t_start);
+      return sol.status;
+    }
+
+  for (int iter = 0;; ++iter) {
+    IterationStats& it = stats.per_iteration[static_cast<std::size_t>(iter)];
+    it = IterationStats{};
+
+    if (real_time && iter == max_steps) {
+      sol.cost = evaluate_cost(sol.x.data(), sol.u.data());
+      set_status(Status::MaxIterations, "real-time iteration: %d step(s) per call", max_steps);
+      break;
+    }
+
+    Clock::time_point t = Clock::now();
+    const bool ok = linearize();
+    stats.time.linearize += seconds_since(t);
+    if (!ok) break;  // linearize() set the status
+    if (cold) {
+      initialize_slacks();
+      cold = false;
+    }
+    sol.cost = cost;
+
+    t = Clock::now();
+    Residuals res = measure_residuals();
+    stats.time.convergence += seconds_since(t);
+    it.cost = cost;
+    it.stationarity = res.stationarity;
+    it.feasibility = res.feasibility;
+    it.complementarity = res.complementarity;
+    stats.rows = iter + 1;
+    if (iter == 0) {
+      // The filter's envelope scales with the first iterate's infeasibility.
+      filter_size = 0;
+      filter_theta_max = 1e4 * std::max(1.0, current.infeasibility);
+      filter_theta_min = 1e-4 * std::max(1.0, current.infeasibility);
+    }
+    if (converged(res)) {
+      set_status(Status::Solved, nullptr);
+      break;
+    }
+    if (iter == max_steps) {
+      set_status(Status::MaxIterations, "%d iterations", iter);
+      break;
+    }
+    if (opt.time_limit > 0 && seconds_since(t_start) > opt.time_limit) {
+      set_status(Status::TimeLimit, "%.3g s after %d iterations", seconds_since(t_start), iter);
+      break;
+    }
+
+    t = Clock::now();
+    const double mu_before = mu;
+    update_barrier(res);
+    if (mu != mu_before) filter_size = 0;  // a new barrier problem starts a new filter
+    add_barrier_terms();
+    it.mu = mu;
+    stats.time.barrier += seconds_since(t);
+
+    t = Clock::now();
+    const bool lq_ok = solve_lq(it);
+    stats.time.lq += seconds_since(t);
+    if (!lq_ok) break;
+
+    t = Clock::now();
+    double alpha_max = 1, alpha_dual = 1;
+    recover_step(alpha_max, alpha_dual);
+    stats.time.step += seconds_since(t);
+
+    t = Clock::now();
+    const bool accepted = line_search(alpha_max, it);
+    stats.time.line_search += seconds_since(t);
+    if (!accepted) break;  // line_search() set the status
+    accept_step(it.step, alpha_dual);
+    it.dual_step = alpha_dual;
+    stats.iterations = iter + 1;
+    sol.iterations = iter + 1;
+  }
+  stats.time.total = seconds_since(t_start);
+  return sol.status;
+}
+
+// ---- Solver: the public face
+
+Solver::Solver(problems::Problem problem) {
+  problem.validate();
+  const SolverOptions options = from_settings(problem.solver);
+  impl_ = std::make_unique<Impl>(std::move(problem), options);
+}
+
+Solver::Solver(problems::Problem problem, const SolverOptions& options)
+    : impl_(std::make_unique<Impl>(std::move(problem), options)) {}
+
+Solver::~Solver() = default;
+Solver::Solver(Solver&&) noexcept = default;
+Solver& Solver::operator=(Solver&&) noexcept = default;
+
+Status Solver::solve() {
+  const SolverOptions& o = impl_->opt;
+  return o.real_time_iteration ? impl_->solve(1, true) : impl_->solve(o.max_iter, false);
+}
+
+Status Solver::step(int iterations) { return impl_->solve(std::clamp(iterations, 1, impl_->opt.max_iter), true); }
+
+void Solver::set_initial_state(std::span<const double> x0) {
+  require_size(x0.size(), static_cast<std::size_t>(impl_->nx), "set_initial_state");
+  std::copy(x0.begin(), x0.end(), impl_->problem.x0.begin());
+}
+
+void Solver::set_reference(std::string_view cost_name, const problems::Reference& ref) {
+  for (const auto& c : impl_->problem.costs) {
+    if (c->info().name != cost_name) continue;
+    const problems::Reference* current = c->reference();
+    if (current == nullptr)
+      throw std::invalid_argument("Solver::set_reference: cost '" + std::string(cost_name) + "' has no reference");
+    if (ref.dim != current->dim)
+      throw std::invalid_argument("Solver::set_reference: cost '" + std::string(cost_name) + "' expects rows of " +
+                                  std::to_string(current->dim) + " values, found " + std::to_string(ref.dim));
+    if (ref.values.size() == current->values.size()) {
+      // Same shape: overwrite the term's own storage, so an MPC loop neither allocates nor frees.
+      // The term object is not const (the Problem holds it by shared_ptr<CostTerm>); reference()
+      // only hands out a const view.
+      auto* target = const_cast<problems::Reference*>(current);
+      std::copy(ref.values.begin(), ref.values.end(), target->values.begin());
+    } else {
+      c->set_reference(ref);
+    }
+    return;
+  }
+  throw std::invalid_argument("Solver::set_reference: no cost named '" + std::string(cost_name) + "'");
+}
+
+void Solver::set_initial_guess(std::span<const double> x, std::span<const double> u) {
+  Impl& m = *impl_;
+  require_size(x.size(), m.sol.x.size(), "set_initial_guess (x)");
+  require_size(u.size(), m.sol.u.size(), "set_initial_guess (u)");
+  std::copy(x.begin(), x.end(), m.sol.x.begin());
+  std::copy(u.begin(), u.end(), m.sol.u.begin());
+  std::fill(m.sol.lambda.begin(), m.sol.lambda.end(), 0.0);
+  std::fill(m.sol.y.begin(), m.sol.y.end(), 0.0);
+  m.cold = true;
+}
+
+void Solver::shift() {
+  Impl& m = *impl_;
+  const int nx = m.nx, nu = m.nu, N = m.N;
+  const auto move_blocks = [](std::vector<double>& v, int width, int count) {
+    // Block k <- block k + 1 for k < count - 1; the last block stays.
+    std::copy(v.begin() + width, v.begin() + static_cast<std::ptrdiff_t>(count) * width, v.begin());
+  };
+  move_blocks(m.sol.x, nx, N + 1);
+  move_blocks(m.sol.u, nu, N);
+  move_blocks(m.sol.lambda, nx, N + 1);
+  // Constraint rows move only between knots with the same row count (running knots); a knot whose
+  // successor has other rows (the terminal knot) keeps its own.
+  const auto move_rows = [N](const Rows& rows, std::vector<double>& a, std::vector<double>* b) {
+    for (int k = 0; k < N; ++k) {
+      const int at = rows.offset[k], next = rows.offset[k + 1], end = rows.offset[k + 2];
+      if (next - at != end - next) continue;
+      std::copy(a.begin() + next, a.begin() + end, a.begin() + at);
+      if (b) std::copy(b->begin() + next, b->begin() + end, b->begin() + at);
+    }
+  };
+  move_rows(m.ineq, m.sol.z, &m.s);
+  move_rows(m.eq, m.sol.y, nullptr);
+  m.warm_shift = true;
+}
+
+const Solution& Solver::solution() const { return impl_->sol; }
+const Stats& Solver::stats() const { return impl_->stats; }
+const SolverOptions& Solver::options() const { return impl_->opt; }
+const problems::Problem& Solver::problem() const { return impl_->problem; }
+int Solver::nx() const { return impl_->nx; }
+int Solver::nu() const { return impl_->nu; }
+int Solver::N() const { return impl_->N; }
+int Solver::inequality_offset(int k) const { return impl_->ineq.offset.at(static_cast<std::size_t>(k)); }
+int Solver::equality_offset(int k) const { return impl_->eq.offset.at(static_cast<std::size_t>(k)); }
+std::size_t Solver::bytes_allocated() const { return impl_->bytes; }
+
+}  // namespace knot::solver

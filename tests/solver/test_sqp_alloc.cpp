@@ -1,0 +1,154 @@
+// Solver::solve allocates nothing: this executable replaces the global operator new (every form) with
+// a counting one and requires zero allocations over several solves, warm-started MPC steps
+// (set_initial_state, set_reference, shift) and real-time iterations, for problems that exercise
+// every path: inequality and equality rows, kinematics, the exact Hessian, every LQ backend.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <limits>
+#include <new>
+
+#include "test_sqp_common.hpp"
+
+namespace {
+std::atomic<bool> g_counting{false};
+std::atomic<long> g_allocations{0};
+
+void* counted(std::size_t n, std::size_t align) {
+  if (g_counting.load(std::memory_order_relaxed)) g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (n == 0) n = 1;
+  void* p = align > alignof(std::max_align_t) ? std::aligned_alloc(align, (n + align - 1) / align * align) : std::malloc(n);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+}  // namespace
+
+void* operator new(std::size_t n) { return counted(n, 0); }
+void* operator new[](std::size_t n) { return counted(n, 0); }
+void* operator new(std::size_t n, std::align_val_t a) { return counted(n, static_cast<std::size_t>(a)); }
+void* operator new[](std::size_t n, std::align_val_t a) { return counted(n, static_cast<std::size_t>(a)); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  try {
+    return counted(n, 0);
+  } catch (...) {
+    return nullptr;
+  }
+}
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
+  try {
+    return counted(n, 0);
+  } catch (...) {
+    return nullptr;
+  }
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+
+namespace knot::test {
+namespace {
+
+template <class Fn>
+long allocations_during(Fn&& fn) {
+  g_allocations = 0;
+  g_counting = true;
+  fn();
+  g_counting = false;
+  return g_allocations.load();
+}
+
+// The counter sees allocations, standard containers' included (the check can fail).
+TEST(SqpAlloc, CounterCountsAllocations) {
+  EXPECT_EQ(allocations_during([] {}), 0);
+  EXPECT_GE(allocations_during([] {
+              std::vector<double> v(100);
+              v[3] = 1.0;
+            }),
+            1);
+  const problems::Problem p = load_config("double_integrator_lqr");
+  EXPECT_GE(allocations_during([&] { solver::Solver s(p); }), 1);  // construction allocates
+}
+
+// Several full solves, then MPC steps: new state, new reference (same shape), shift, solve.
+void expect_allocation_free(const std::string& name, const std::vector<std::string>& overrides,
+                            bool real_time = false) {
+  SCOPED_TRACE(name);
+  const problems::Problem p = load_config(name, overrides);
+  solver::SolverOptions o = sqp_options(p);
+  o.real_time_iteration = real_time;
+  solver::Solver s(p, o);
+  std::vector<double> x0 = p.x0;
+  // A reference row of the first cost that has one, for set_reference.
+  const problems::CostTerm* tracked = nullptr;
+  for (const auto& c : p.costs)
+    if (c->reference() != nullptr && c->reference()->rows() == 1) {
+      tracked = c.get();
+      break;
+    }
+  problems::Reference ref;
+  if (tracked) ref = *tracked->reference();
+
+  solver::Status first = solver::Status::NotRun;
+  const long n = allocations_during([&] {
+    first = s.solve();
+    s.solve();  // from the solution: converged at once
+    for (int step = 0; step < 4; ++step) {
+      const double* x1 = s.solution().x.data() + p.nx();
+      for (int i = 0; i < p.nx(); ++i) x0[static_cast<std::size_t>(i)] = x1[i];
+      x0[0] += 1e-3;
+      s.set_initial_state(x0);
+      if (tracked) {
+        ref.values[0] += 1e-3;
+        s.set_reference(tracked->info().name, ref);
+      }
+      s.shift();
+      s.solve();
+    }
+  });
+  EXPECT_EQ(n, 0);
+  if (!real_time) {
+    EXPECT_EQ(first, solver::Status::Solved) << s.solution().message();
+  }
+  EXPECT_NE(s.solution().status, solver::Status::NumericalError) << s.solution().message();
+}
+
+TEST(SqpAlloc, SolveAllocatesNothing) {
+  expect_allocation_free("cartpole_swingup", {});
+  expect_allocation_free("double_integrator_rest_to_rest", {});
+  expect_allocation_free("bryson_denham", {});
+  expect_allocation_free("unicycle_obstacles", {});  // exact Hessian, obstacle rows
+  expect_allocation_free("iiwa14_gravity_limits", {});  // kinematics, model limits
+  expect_allocation_free("quadrotor_to_point", {"solver.globalization=merit"});
+}
+
+TEST(SqpAlloc, EveryBackendAllocatesNothing) {
+  for (const char* linsys : {"riccati", "bdsv", "pcg", "kkt_ldlt"})
+    expect_allocation_free("cartpole_swingup", {std::string("solver.linsys=") + linsys});
+}
+
+TEST(SqpAlloc, RealTimeIterationAllocatesNothing) {
+  expect_allocation_free("cartpole_swingup", {}, true);
+  expect_allocation_free("pendulum_swingup", {}, true);
+}
+
+// Failing solves report through the status without allocating either.
+TEST(SqpAlloc, FailingSolvesAllocateNothing) {
+  const problems::Problem p = load_config("pendulum_swingup", {"solver.max_iter=2"});
+  solver::Solver s(p, sqp_options(p));
+  solver::Status st = solver::Status::NotRun;
+  EXPECT_EQ(allocations_during([&] { st = s.solve(); }), 0);
+  EXPECT_EQ(st, solver::Status::MaxIterations);
+  const double bad[] = {std::numeric_limits<double>::quiet_NaN(), 0};
+  s.set_initial_state(bad);
+  EXPECT_EQ(allocations_during([&] { st = s.solve(); }), 0);
+  EXPECT_EQ(st, solver::Status::NumericalError);
+}
+
+}  // namespace
+}  // namespace knot::test

@@ -1,0 +1,102 @@
+// Shared helpers of the SQP suites: loading configs, the solver's default options, and independent
+// checks of a solution (constraints, dynamics) that re-evaluate the problem's own terms.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "knot/problems/integrator.hpp"
+#include "knot/problems/loader.hpp"
+#include "knot/solver/solver.hpp"
+
+namespace knot::test {
+
+inline problems::Problem load_config(const std::string& name, const std::vector<std::string>& overrides = {}) {
+  return problems::load_problem(std::filesystem::path(KNOT_CONFIGS_DIR) / (name + ".yaml"), overrides);
+}
+
+inline std::vector<std::string> config_names() {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(KNOT_CONFIGS_DIR))
+    if (e.path().extension() == ".yaml") names.push_back(e.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// The solver options of the problem file's `solver` section (the filter line search by default).
+inline solver::SolverOptions sqp_options(const problems::Problem& p) { return solver::from_settings(p.solver); }
+
+// Largest violation of the problem's constraints by (x, u), evaluated from scratch with the
+// problem's own terms, a fresh integrator and fresh model data: |x_0 - x0|, dynamics defects,
+// max(g, 0) of inequality rows and |h| of equality rows.
+inline double max_violation(const problems::Problem& p, const std::vector<double>& x, const std::vector<double>& u) {
+  const int nx = p.nx(), nu = p.nu(), N = p.horizon.N;
+  auto data = p.model->make_data();
+  problems::Integrator integrator(*p.model, p.horizon.integrator);
+  std::vector<double> next(static_cast<std::size_t>(nx)), g;
+  double worst = 0;
+  for (int i = 0; i < nx; ++i) worst = std::max(worst, std::abs(x[static_cast<std::size_t>(i)] - p.x0[static_cast<std::size_t>(i)]));
+  for (int k = 0; k <= N; ++k) {
+    const double* xk = x.data() + static_cast<std::size_t>(k) * nx;
+    const double* uk = k < N ? u.data() + static_cast<std::size_t>(k) * nu : nullptr;
+    if (k < N) {
+      if (integrator.step(*data, xk, uk, p.horizon.dt, next.data()) != problems::IntegratorStatus::Ok) return INFINITY;
+      for (int i = 0; i < nx; ++i) worst = std::max(worst, std::abs(next[static_cast<std::size_t>(i)] - xk[nx + i]));
+    }
+    problems::StagePoint pt;
+    pt.k = k;
+    pt.N = N;
+    pt.dt = p.horizon.dt;
+    pt.x = xk;
+    pt.u = uk;
+    pt.data = data.get();
+    for (const auto& c : p.constraints) {
+      if (!c->active(k, N)) continue;
+      g.assign(static_cast<std::size_t>(c->dim()), 0.0);
+      c->evaluate(pt, g.data());
+      for (double v : g)
+        worst = std::max(worst, c->kind() == problems::ConstraintKind::Equality ? std::abs(v) : std::max(v, 0.0));
+    }
+  }
+  return worst;
+}
+
+// The objective at (x, u), from the cost terms directly.
+inline double total_cost(const problems::Problem& p, const std::vector<double>& x, const std::vector<double>& u) {
+  const int nx = p.nx(), nu = p.nu(), N = p.horizon.N;
+  auto data = p.model->make_data();
+  double f = 0;
+  for (int k = 0; k <= N; ++k) {
+    problems::StagePoint pt;
+    pt.k = k;
+    pt.N = N;
+    pt.dt = p.horizon.dt;
+    pt.x = x.data() + static_cast<std::size_t>(k) * nx;
+    pt.u = k < N ? u.data() + static_cast<std::size_t>(k) * nu : nullptr;
+    pt.u_prev = k > 0 ? u.data() + static_cast<std::size_t>(k - 1) * nu : nullptr;
+    pt.data = data.get();
+    for (const auto& c : p.costs)
+      if (c->active(k, N)) f += c->value(pt);
+  }
+  return f;
+}
+
+// Single shooting: the states the controls produce from x0.
+inline std::vector<double> rollout(const problems::Problem& p, const std::vector<double>& u) {
+  const int nx = p.nx(), nu = p.nu(), N = p.horizon.N;
+  auto data = p.model->make_data();
+  problems::Integrator integrator(*p.model, p.horizon.integrator);
+  std::vector<double> x(static_cast<std::size_t>(N + 1) * nx);
+  std::copy(p.x0.begin(), p.x0.end(), x.begin());
+  for (int k = 0; k < N; ++k)
+    integrator.step(*data, x.data() + static_cast<std::size_t>(k) * nx, u.data() + static_cast<std::size_t>(k) * nu,
+                    p.horizon.dt, x.data() + static_cast<std::size_t>(k + 1) * nx);
+  return x;
+}
+
+}  // namespace knot::test

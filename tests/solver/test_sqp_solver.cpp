@@ -1,0 +1,522 @@
+// The SQP solver end to end (sqp_solver.cpp): exact optima against dense Eigen KKT solves and the
+// published values, every config solved with its constraints re-checked independently, stationarity by
+// finite differences along feasible directions, the statuses, and the embedding API.
+#include <gtest/gtest.h>
+
+#include <Eigen/Dense>
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+#include <limits>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "knot/problems/error.hpp"
+#include "test_sqp_common.hpp"
+
+namespace knot::test {
+namespace {
+
+using solver::Solver;
+using solver::Status;
+using Mat = Eigen::MatrixXd;
+using Vec = Eigen::VectorXd;
+
+double rel(double a, double b) { return std::abs(a - b) / std::max(1.0, std::abs(b)); }
+
+double max_rel(const std::vector<double>& a, const Vec& b) {
+  double scale = std::max(1.0, b.cwiseAbs().maxCoeff()), m = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b(static_cast<Eigen::Index>(i))));
+  return std::isfinite(m) ? m / scale : INFINITY;
+}
+
+// The double integrator of the two exact configs, as a dense equality-constrained QP over
+// z = [x_0 .. x_N, u_0 .. u_{N-1}], solved through its KKT system with Eigen. Multipliers follow
+// lq.hpp: L = f + lambda_0'(x0 - x_0) + sum lambda_{k+1}'(A x_k + B u_k - x_{k+1}) + y'(x_N - target).
+struct DenseQp {
+  Vec z, lambda, y;
+  double cost = 0;
+};
+
+DenseQp dense_double_integrator(double q, double r, double q_terminal, const Vec& x0, const Vec* target) {
+  const int nx = 2, nu = 1, N = 50;
+  Mat A(2, 2);
+  A << 1, 0.1, 0, 1;
+  Mat B(2, 1);
+  B << 0.005, 0.1;
+  const int n = (N + 1) * nx + N * nu, m = (N + 1) * nx + (target ? nx : 0);
+  const auto xi = [&](int k) { return k * nx; };
+  const auto ui = [&](int k) { return (N + 1) * nx + k * nu; };
+  Mat H = Mat::Zero(n, n), C = Mat::Zero(m, n);
+  Vec rhs = Vec::Zero(n + m);
+  for (int k = 0; k < N; ++k) {
+    H.block(xi(k), xi(k), nx, nx) = q * Mat::Identity(nx, nx);
+    H.block(ui(k), ui(k), nu, nu) = r * Mat::Identity(nu, nu);
+  }
+  H.block(xi(N), xi(N), nx, nx) = q_terminal * Mat::Identity(nx, nx);
+  C.block(0, xi(0), nx, nx) = -Mat::Identity(nx, nx);
+  rhs.segment(n, nx) = -x0;
+  for (int k = 0; k < N; ++k) {
+    C.block((k + 1) * nx, xi(k), nx, nx) = A;
+    C.block((k + 1) * nx, ui(k), nx, nu) = B;
+    C.block((k + 1) * nx, xi(k + 1), nx, nx) = -Mat::Identity(nx, nx);
+  }
+  if (target) {
+    C.block((N + 1) * nx, xi(N), nx, nx) = Mat::Identity(nx, nx);
+    rhs.segment(n + (N + 1) * nx, nx) = *target;
+  }
+  Mat K = Mat::Zero(n + m, n + m);
+  K.topLeftCorner(n, n) = H;
+  K.topRightCorner(n, m) = C.transpose();
+  K.bottomLeftCorner(m, n) = C;
+  const Vec sol = K.fullPivLu().solve(rhs);
+  DenseQp out;
+  out.z = sol.head(n);
+  out.lambda = sol.segment(n, (N + 1) * nx);
+  if (target) out.y = sol.tail(nx);
+  out.cost = 0.5 * out.z.dot(H * out.z);
+  return out;
+}
+
+// The solver's x and u stacked like DenseQp::z.
+Vec stacked(const solver::Solution& s) {
+  Vec z(static_cast<Eigen::Index>(s.x.size() + s.u.size()));
+  for (std::size_t i = 0; i < s.x.size(); ++i) z(static_cast<Eigen::Index>(i)) = s.x[i];
+  for (std::size_t i = 0; i < s.u.size(); ++i) z(static_cast<Eigen::Index>(s.x.size() + i)) = s.u[i];
+  return z;
+}
+
+double max_rel(const Vec& a, const Vec& b) { return (a - b).cwiseAbs().maxCoeff() / std::max(1.0, b.cwiseAbs().maxCoeff()); }
+
+TEST(SqpSolver, LqrMatchesPublishedOptimumAndDenseKkt) {
+  const problems::Problem p = load_config("double_integrator_lqr");
+  Solver s(p, sqp_options(p));
+  ASSERT_EQ(s.solve(), Status::Solved) << s.solution().message();
+  const solver::Solution& sol = s.solution();
+  EXPECT_LE(rel(sol.cost, 6.658716375255), 1e-9) << sol.cost;
+  EXPECT_NEAR(sol.u[0], -2.58576, 5e-6);  // the published value's six digits
+  EXPECT_EQ(sol.iterations, 1);           // an LQ problem is one exact Newton step
+
+  Vec x0(2);
+  x0 << 1, 0;
+  const DenseQp ref = dense_double_integrator(1, 0.1, 10, x0, nullptr);
+  EXPECT_LE(max_rel(stacked(sol), ref.z), 1e-9);
+  EXPECT_LE(max_rel(sol.lambda, ref.lambda), 1e-9);
+  EXPECT_LE(rel(sol.cost, ref.cost), 1e-12);
+  // Negative control: the same comparison rejects the optimum of a slightly different problem.
+  const DenseQp other = dense_double_integrator(1, 0.1001, 10, x0, nullptr);
+  EXPECT_GT(max_rel(stacked(sol), other.z), 1e-6);
+}
+
+TEST(SqpSolver, RestToRestMatchesPublishedOptimumAndDenseKkt) {
+  const problems::Problem p = load_config("double_integrator_rest_to_rest");
+  Solver s(p, sqp_options(p));
+  ASSERT_EQ(s.solve(), Status::Solved) << s.solution().message();
+  const solver::Solution& sol = s.solution();
+  double energy = 0;
+  for (double u : sol.u) energy += 0.5 * u * u;
+  EXPECT_LE(rel(energy, 0.480192076831), 1e-9) << energy;
+  EXPECT_LE(rel(sol.cost, 0.480192076831), 1e-9);
+
+  Vec x0 = Vec::Zero(2), target(2);
+  target << 1, 0;
+  const DenseQp ref = dense_double_integrator(0, 1, 0, x0, &target);
+  EXPECT_LE(max_rel(stacked(sol), ref.z), 1e-9);
+  EXPECT_LE(max_rel(sol.lambda, ref.lambda), 1e-8);
+  ASSERT_EQ(sol.y.size(), 2u);
+  EXPECT_LE(max_rel(sol.y, ref.y), 1e-8);
+  // Negative control: a target 1e-6 away moves the optimum beyond the tolerance.
+  Vec near = target;
+  near(0) += 1e-6;
+  EXPECT_GT(max_rel(stacked(sol), dense_double_integrator(0, 1, 0, x0, &near).z), 1e-9);
+}
+
+// Bryson-Denham's continuous optimum is 4; the discretization error shrinks as N grows (observed
+// second order: 4.000887 at N = 100, 4.000056 at N = 400).
+TEST(SqpSolver, BrysonDenhamApproachesFour) {
+  double J[2];
+  const std::vector<std::vector<std::string>> sets = {{}, {"horizon.N=400", "horizon.dt=0.0025"}};
+  for (int i = 0; i < 2; ++i) {
+    const problems::Problem p = load_config("bryson_denham", sets[static_cast<std::size_t>(i)]);
+    Solver s(p, sqp_options(p));
+    ASSERT_EQ(s.solve(), Status::Solved) << s.solution().message();
+    J[i] = s.solution().cost;
+    EXPECT_LE(max_violation(p, s.solution().x, s.solution().u), 1e-6);
+  }
+  std::cout << "Bryson-Denham J: N = 100 " << std::setprecision(12) << J[0] << ", N = 400 " << J[1] << "\n";
+  EXPECT_LT(std::abs(J[0] - 4), 2e-3);
+  EXPECT_LT(std::abs(J[1] - 4), 2e-4);
+  EXPECT_LT(std::abs(J[1] - 4), std::abs(J[0] - 4) / 8);  // at least second order in dt
+}
+
+// Every shipped config reaches Solved; the constraints (re-evaluated from the terms, with a fresh
+// integrator) hold to 1e-6 and the reported cost is the cost of the returned trajectory.
+TEST(SqpSolver, EveryConfigSolves) {
+  for (const std::string& name : config_names()) {
+    SCOPED_TRACE(name);
+    const problems::Problem p = load_config(name);
+    Solver s(p, sqp_options(p));
+    EXPECT_EQ(s.solve(), Status::Solved) << s.solution().message();
+    const solver::Solution& sol = s.solution();
+    EXPECT_LE(max_violation(p, sol.x, sol.u), 1e-6);
+    EXPECT_LE(rel(sol.cost, total_cost(p, sol.x, sol.u)), 1e-12);
+    std::cout << name << ": " << sol.iterations << " iterations, cost " << std::setprecision(12) << sol.cost << ", "
+              << 1e3 * s.stats().time.total << " ms\n";
+    // Negative control: the check sees a trajectory that breaks the dynamics.
+    std::vector<double> u = sol.u;
+    u[0] += 1;
+    EXPECT_GT(max_violation(p, sol.x, u), 1e-6);
+  }
+}
+
+// At a local minimum the single-shooting Lagrangian L(u) = J(x(u), u) + sum z'g + sum y'h, with the
+// rollout x(u) and the solver's inequality duals z and equality multipliers y held fixed, is
+// stationary along every direction of the controls: the minimizer of L along a random direction lies
+// within 1e-6 of the solution. From a point 1e-3 away it does not.
+TEST(SqpSolver, StationaryAlongEveryControlDirection) {
+  for (const char* name : {"cartpole_swingup", "pendulum_swingup", "quadrotor_to_point", "bryson_denham"}) {
+    SCOPED_TRACE(name);
+    const problems::Problem p = load_config(name);
+    Solver s(p, sqp_options(p));
+    ASSERT_EQ(s.solve(), Status::Solved) << s.solution().message();
+    const std::vector<double> u_star = s.solution().u;
+    const int nx = p.nx(), nu = p.nu(), N = p.horizon.N;
+    const auto L = [&](const std::vector<double>& u) {
+      const std::vector<double> x = rollout(p, u);
+      double value = total_cost(p, x, u);
+      auto data = p.model->make_data();
+      std::vector<double> g;
+      int row[2] = {0, 0};  // next inequality and equality row, in the solver's order
+      for (int k = 0; k <= N; ++k) {
+        EXPECT_EQ(row[0], s.inequality_offset(k));
+        EXPECT_EQ(row[1], s.equality_offset(k));
+        problems::StagePoint pt;
+        pt.k = k;
+        pt.N = N;
+        pt.dt = p.horizon.dt;
+        pt.x = x.data() + static_cast<std::size_t>(k) * nx;
+        pt.u = k < N ? u.data() + static_cast<std::size_t>(k) * nu : nullptr;
+        pt.data = data.get();
+        for (const bool equality : {false, true})
+          for (const auto& c : p.constraints) {
+            if (!c->active(k, N) || (c->kind() == problems::ConstraintKind::Equality) != equality) continue;
+            g.assign(static_cast<std::size_t>(c->dim()), 0.0);
+            c->evaluate(pt, g.data());
+            const std::vector<double>& mult = equality ? s.solution().y : s.solution().z;
+            for (double gi : g) value += mult[static_cast<std::size_t>(row[equality]++)] * gi;
+          }
+      }
+      return value;
+    };
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<double> dist(-1, 1);
+    std::vector<double> v(u_star.size());
+    for (double& vi : v) vi = dist(rng);
+    // Along v: the slope by central differences, the curvature by second differences, and their
+    // ratio, the distance to the minimizer of L along v (scale-free: the multiple-shooting residuals
+    // of 1e-8 can reach the rollout's slope amplified by its sensitivities, not its minimizer).
+    const auto distance = [&](const std::vector<double>& u) {
+      const auto at = [&](double t) {
+        std::vector<double> w = u;
+        for (std::size_t i = 0; i < w.size(); ++i) w[i] += t * v[i];
+        return L(w);
+      };
+      const double eps = 1e-5, h = 1e-3;
+      const double slope = (at(eps) - at(-eps)) / (2 * eps);
+      const double curvature = (at(h) - 2 * at(0) + at(-h)) / (h * h);
+      EXPECT_GT(curvature, 0);
+      return std::abs(slope / curvature);
+    };
+    double u_scale = 1;
+    for (double ui : u_star) u_scale = std::max(u_scale, std::abs(ui));
+    EXPECT_LE(distance(u_star), 1e-6 * u_scale);
+    std::vector<double> away = u_star;
+    for (std::size_t i = 0; i < away.size(); ++i) away[i] += 1e-3 * v[i];
+    EXPECT_GT(distance(away), 1e-4);
+  }
+}
+
+// The costate at knot 0 is the gradient of the optimal cost with respect to x0 (envelope theorem):
+// an independent check of the multipliers by finite differences of whole solves.
+TEST(SqpSolver, InitialCostateIsTheValueGradient) {
+  const problems::Problem p = load_config("quadrotor_to_point");
+  Solver s(p, sqp_options(p));
+  ASSERT_EQ(s.solve(), Status::Solved);
+  const std::vector<double> lambda0(s.solution().lambda.begin(), s.solution().lambda.begin() + p.nx());
+  for (int i : {0, 2, 4, 7}) {
+    const double eps = 1e-4;
+    double J[2];
+    for (int side = 0; side < 2; ++side) {
+      problems::Problem q = p;
+      q.x0[static_cast<std::size_t>(i)] += side == 0 ? eps : -eps;
+      Solver t(q, sqp_options(q));
+      ASSERT_EQ(t.solve(), Status::Solved);
+      J[side] = t.solution().cost;
+    }
+    const double fd = (J[0] - J[1]) / (2 * eps);
+    EXPECT_NEAR(lambda0[static_cast<std::size_t>(i)], fd, 1e-5 * (1 + std::abs(fd))) << "x0[" << i << "]";
+    // Negative control: the check tells the gradient from its negative.
+    if (std::abs(fd) > 1e-3) {
+      EXPECT_GT(std::abs(-lambda0[static_cast<std::size_t>(i)] - fd), 1e-5 * (1 + std::abs(fd)));
+    }
+  }
+}
+
+TEST(SqpSolver, BackendsReachTheSameOptimum) {
+  const problems::Problem base = load_config("cartpole_swingup");
+  Solver ref(base, sqp_options(base));
+  ASSERT_EQ(ref.solve(), Status::Solved);
+  for (const char* linsys : {"bdsv", "kkt_ldlt", "pcg"}) {
+    SCOPED_TRACE(linsys);
+    const problems::Problem p = load_config("cartpole_swingup", {std::string("solver.linsys=") + linsys});
+    Solver s(p, sqp_options(p));
+    ASSERT_EQ(s.solve(), Status::Solved) << s.solution().message();
+    EXPECT_EQ(s.stats().linsys, std::string(linsys) == "bdsv"       ? solver::Linsys::Bdsv
+                                : std::string(linsys) == "kkt_ldlt" ? solver::Linsys::KktLdlt
+                                                                     : solver::Linsys::Pcg);
+    EXPECT_LE(rel(s.solution().cost, ref.solution().cost), 1e-9);
+    double dx = 0;
+    for (std::size_t i = 0; i < s.solution().x.size(); ++i)
+      dx = std::max(dx, std::abs(s.solution().x[i] - ref.solution().x[i]));
+    EXPECT_LE(dx, 1e-6);
+  }
+}
+
+// ---- Statuses
+
+TEST(SqpSolver, MaxIterationsStopsAtTheLimit) {
+  const problems::Problem p = load_config("pendulum_swingup", {"solver.max_iter=3"});
+  Solver s(p, sqp_options(p));
+  EXPECT_EQ(s.solve(), Status::MaxIterations);
+  EXPECT_EQ(s.solution().iterations, 3);
+  EXPECT_EQ(s.stats().history().size(), 4u);  // three iterates that stepped and the last one
+  EXPECT_GT(s.stats().history().back().stationarity, p.solver.tol_stationarity);
+}
+
+TEST(SqpSolver, TimeLimitStopsTheSolve) {
+  const problems::Problem p = load_config("iiwa14_gravity_limits", {"solver.time_limit=1e-9"});
+  Solver s(p, sqp_options(p));
+  EXPECT_EQ(s.solve(), Status::TimeLimit);
+  EXPECT_EQ(s.solution().iterations, 0);
+  EXPECT_NE(s.solution().message().find("time limit"), std::string_view::npos);
+  // Negative control: without the limit the same problem solves.
+  const problems::Problem q = load_config("iiwa14_gravity_limits");
+  Solver t(q, sqp_options(q));
+  EXPECT_EQ(t.solve(), Status::Solved);
+}
+
+TEST(SqpSolver, NanInitialStateIsAProblemErrorAtConstruction) {
+  problems::Problem p = load_config("cartpole_swingup");
+  p.x0[1] = std::numeric_limits<double>::quiet_NaN();
+  try {
+    Solver s(p);
+    FAIL() << "expected ProblemError";
+  } catch (const problems::ProblemError& e) {
+    EXPECT_EQ(e.key_path(), "x0[1]");
+  }
+}
+
+TEST(SqpSolver, NanInitialStateAtRunTimeIsANumericalError) {
+  const problems::Problem p = load_config("cartpole_swingup");
+  Solver s(p, sqp_options(p));
+  const double x0[] = {0, std::numeric_limits<double>::quiet_NaN(), 0, 0};
+  s.set_initial_state(x0);
+  EXPECT_EQ(s.solve(), Status::NumericalError);
+  EXPECT_NE(s.solution().message().find("initial state"), std::string_view::npos);
+}
+
+// x' = u on one state, whose Jacobian turns NaN once |x| exceeds 0.5: the solve starts well, steps
+// toward the reference 1 and meets the NaN when it linearizes there.
+class NanBeyondHalf final : public problems::Model {
+ public:
+  std::string_view type() const override { return "nan_beyond_half"; }
+  int nx() const override { return 1; }
+  int nu() const override { return 1; }
+  std::unique_ptr<problems::ModelData> make_data() const override { return std::make_unique<problems::ModelData>(); }
+  void dynamics(problems::ModelData&, const double*, const double* u, double* f) const override { f[0] = u[0]; }
+  void dynamics_jacobian(problems::ModelData&, const double* x, const double* u, double* f, double* fx,
+                         double* fu) const override {
+    f[0] = u[0];
+    fx[0] = std::abs(x[0]) > 0.5 ? std::numeric_limits<double>::quiet_NaN() : 0.0;
+    fu[0] = 1.0;
+  }
+};
+
+problems::Problem nan_problem() {
+  problems::Problem p;
+  p.name = "nan";
+  p.model = std::make_shared<NanBeyondHalf>();
+  p.horizon = {10, 0.1, problems::IntegratorType::Euler};
+  p.x0 = {0};
+  p.costs.push_back(std::make_shared<problems::StateCost>(problems::TermInfo{"track", problems::StageSet::All, false},
+                                                          1, std::vector<double>{1},
+                                                          problems::Reference::constant({1})));
+  p.costs.push_back(std::make_shared<problems::ControlCost>(
+      problems::TermInfo{"effort", problems::StageSet::Running, false}, 1, std::vector<double>{0.01},
+      problems::Reference::constant({0})));
+  return p;
+}
+
+TEST(SqpSolver, NanDuringTheSolveIsANumericalError) {
+  const problems::Problem p = nan_problem();
+  Solver s(p);
+  EXPECT_EQ(s.solve(), Status::NumericalError);
+  EXPECT_NE(s.solution().message().find("at knot"), std::string_view::npos) << s.solution().message();
+  // Negative control: a reference inside the model's good region solves.
+  problems::Problem q = nan_problem();
+  q.costs[0] = std::make_shared<problems::StateCost>(problems::TermInfo{"track", problems::StageSet::All, false}, 1,
+                                                     std::vector<double>{1}, problems::Reference::constant({0.2}));
+  Solver t(q);
+  EXPECT_EQ(t.solve(), Status::Solved) << t.solution().message();
+}
+
+TEST(SqpSolver, UnreachableTargetIsInfeasible) {
+  // |u| <= 0.01 moves the double integrator at most 0.125 in 5 s; the target is 1 away.
+  const problems::Problem p = load_config(
+      "double_integrator_rest_to_rest",
+      {"constraints=[{name: arrive, type: state_equality, target: [1, 0]}, {name: box, type: control_box, "
+       "lower: [-0.01], upper: [0.01]}]"});
+  Solver s(p, sqp_options(p));
+  EXPECT_EQ(s.solve(), Status::Infeasible) << s.solution().message();
+  // Negative control: with a box wide enough the same move is feasible.
+  const problems::Problem q = load_config(
+      "double_integrator_rest_to_rest",
+      {"constraints=[{name: arrive, type: state_equality, target: [1, 0]}, {name: box, type: control_box, "
+       "lower: [-1], upper: [1]}]"});
+  Solver t(q, sqp_options(q));
+  EXPECT_EQ(t.solve(), Status::Solved) << t.solution().message();
+}
+
+TEST(SqpSolver, ControlRateCostIsRejectedAtConstruction) {
+  const problems::Problem p = load_config(
+      "cartpole_swingup", {"costs=[{name: smooth, type: control_rate, weights: [1]}]"});
+  try {
+    Solver s(p);
+    FAIL() << "expected ProblemError";
+  } catch (const problems::ProblemError& e) {
+    EXPECT_EQ(e.key_path(), "costs[0].type");
+    EXPECT_EQ(e.found(), "control_rate");
+  }
+}
+
+// ---- Embedding API
+
+TEST(SqpSolver, ASolvedProblemResolvesWithoutIterating) {
+  const problems::Problem p = load_config("cartpole_swingup");
+  Solver s(p, sqp_options(p));
+  ASSERT_EQ(s.solve(), Status::Solved);
+  const double cost = s.solution().cost;
+  EXPECT_EQ(s.solve(), Status::Solved);
+  EXPECT_EQ(s.solution().iterations, 0);
+  EXPECT_EQ(s.solution().cost, cost);
+}
+
+TEST(SqpSolver, InitialGuessFromASolutionConvergesAtOnce) {
+  const problems::Problem p = load_config("pendulum_swingup");
+  Solver s(p, sqp_options(p));
+  ASSERT_EQ(s.solve(), Status::Solved);
+  Solver t(p, sqp_options(p));
+  t.set_initial_guess(s.solution().x, s.solution().u);
+  ASSERT_EQ(t.solve(), Status::Solved);
+  EXPECT_LE(rel(t.solution().cost, s.solution().cost), 1e-9);
+  EXPECT_LT(t.solution().iterations, s.solution().iterations / 2);
+  EXPECT_THROW(t.set_initial_guess(std::vector<double>(3), s.solution().u), std::invalid_argument);
+}
+
+TEST(SqpSolver, ShiftMovesEveryKnotForward) {
+  const problems::Problem p = load_config("quadrotor_to_point");
+  Solver s(p, sqp_options(p));
+  ASSERT_EQ(s.solve(), Status::Solved);
+  const solver::Solution before = s.solution();
+  s.shift();
+  const solver::Solution& after = s.solution();
+  const int nx = p.nx(), nu = p.nu(), N = p.horizon.N;
+  for (int k = 0; k < N; ++k)
+    for (int i = 0; i < nx; ++i) EXPECT_EQ(after.x_k(k)[i], before.x_k(k + 1)[i]);
+  for (int i = 0; i < nx; ++i) EXPECT_EQ(after.x_k(N)[i], before.x_k(N)[i]);
+  for (int k = 0; k + 1 < N; ++k)
+    for (int i = 0; i < nu; ++i) EXPECT_EQ(after.u_k(k)[i], before.u_k(k + 1)[i]);
+  // Duals move between knots with the same rows (the running knots); the others keep theirs.
+  for (int k = 0; k < N; ++k) {
+    const int rows = s.inequality_offset(k + 1) - s.inequality_offset(k);
+    const bool same = rows == s.inequality_offset(k + 2) - s.inequality_offset(k + 1);
+    for (int r = s.inequality_offset(k); r < s.inequality_offset(k + 1); ++r)
+      EXPECT_EQ(after.z[static_cast<std::size_t>(r)], before.z[static_cast<std::size_t>(same ? r + rows : r)]);
+  }
+}
+
+// MPC: a new initial state along the solved trajectory, then shift, then solve again: the warm start
+// reaches the optimum of the moved problem, which a cold solve confirms.
+TEST(SqpSolver, WarmStartedMpcStepsMatchColdSolves) {
+  const problems::Problem p = load_config("cartpole_swingup");
+  Solver s(p, sqp_options(p));
+  ASSERT_EQ(s.solve(), Status::Solved);
+  for (int step = 1; step <= 3; ++step) {
+    std::vector<double> x1(s.solution().x.begin() + p.nx(), s.solution().x.begin() + 2 * p.nx());
+    x1[1] += 0.01;  // a disturbance
+    s.set_initial_state(x1);
+    s.shift();
+    ASSERT_EQ(s.solve(), Status::Solved) << s.solution().message();
+    problems::Problem q = p;
+    q.x0 = x1;
+    Solver cold(q, sqp_options(q));
+    cold.set_initial_guess(s.solution().x, s.solution().u);  // the same local optimum
+    ASSERT_EQ(cold.solve(), Status::Solved);
+    EXPECT_LE(rel(s.solution().cost, cold.solution().cost), 1e-8) << "step " << step;
+  }
+}
+
+TEST(SqpSolver, SetReferenceMatchesAFreshProblem) {
+  const problems::Problem p = load_config("quadrotor_to_point");
+  Solver s(p, sqp_options(p));
+  ASSERT_EQ(s.solve(), Status::Solved);
+  const double original = s.solution().cost;
+  const std::vector<double> goal = {0.5, -1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  s.set_reference("goal", problems::Reference::constant(goal));
+  s.set_reference("arrive", problems::Reference::constant(goal));
+  ASSERT_EQ(s.solve(), Status::Solved) << s.solution().message();
+  const problems::Problem q = load_config(
+      "quadrotor_to_point", {"costs[0].reference=[0.5, -1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0]",
+                             "costs[2].reference=[0.5, -1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0]"});
+  Solver t(q, sqp_options(q));
+  ASSERT_EQ(t.solve(), Status::Solved);
+  // Two solves from different starts, each stopped at 1e-8 stationarity, agree on the cost to 1e-8.
+  EXPECT_LE(rel(s.solution().cost, t.solution().cost), 1e-8);
+  // Negative control: the comparison tells the new optimum from the old one.
+  EXPECT_GT(rel(original, t.solution().cost), 1e-3);
+  EXPECT_THROW(s.set_reference("nope", problems::Reference::constant(goal)), std::invalid_argument);
+  EXPECT_THROW(s.set_reference("goal", problems::Reference::constant({1, 2})), std::invalid_argument);
+}
+
+TEST(SqpSolver, RealTimeIterationTakesOneStepPerCall) {
+  const problems::Problem p = load_config("chain_of_masses");
+  solver::SolverOptions o = sqp_options(p);
+  Solver full(p, o);
+  ASSERT_EQ(full.solve(), Status::Solved);
+  o.real_time_iteration = true;
+  Solver rti(p, o);
+  int calls = 0;
+  for (; calls < 40 && rti.solve() == Status::MaxIterations; ++calls) EXPECT_EQ(rti.solution().iterations, 1);
+  // A call that finds the iterate already converged takes no step.
+  EXPECT_EQ(rti.solution().status, Status::Solved);
+  EXPECT_EQ(rti.solution().iterations, 0);
+  EXPECT_GE(calls, 5);
+  // Repeated single steps on an unchanged problem converge to the full solve's optimum (the barrier
+  // parameter keeps decreasing from call to call).
+  EXPECT_LE(rel(rti.solution().cost, full.solution().cost), 1e-6);
+}
+
+TEST(SqpSolver, ReportsBytesAllocatedAtCreation) {
+  const problems::Problem small = load_config("bryson_denham");
+  const problems::Problem large = load_config("bryson_denham", {"horizon.N=400", "horizon.dt=0.0025"});
+  Solver a(small, sqp_options(small)), b(large, sqp_options(large));
+  EXPECT_GT(a.bytes_allocated(), 0u);
+  // Linear in N: four times the knots, between 3 and 5 times the bytes.
+  EXPECT_GT(b.bytes_allocated(), 3 * a.bytes_allocated());
+  EXPECT_LT(b.bytes_allocated(), 5 * a.bytes_allocated());
+}
+
+}  // namespace
+}  // namespace knot::test
