@@ -220,8 +220,12 @@ int run_solve(const SolveOptions& opt) {
       return 1;
     }
     report.solver = "ipopt";
-    char settings[64];
-    std::snprintf(settings, sizeof settings, "limited-memory Hessian, tol %g", io.tol);
+    // Reports the Hessian IPOPT actually used (IpoptOptions' default).
+    const char* hessian = io.hessian == solver::IpoptHessian::FiniteDifference ? "finite-difference"
+                          : io.hessian == solver::IpoptHessian::GaussNewton    ? "gauss-newton"
+                                                                               : "limited-memory";
+    char settings[96];
+    std::snprintf(settings, sizeof settings, "%s Hessian, tol %g", hessian, io.tol);
     report.settings = settings;
     report.status = r.status == solver::IpoptStatus::Solved ? "solved" : "not_solved";
     report.message = r.message;
