@@ -2,8 +2,8 @@
 // of 10^4 systems, n in {4, 8, 14, 16, 32}. Reported: per_system, the CPU time per system.
 //
 //   Cholesky (SPD batch, B B' + n I):
-//     Knot     cholesky_posv<Lower, ColMajor, n, 1> on the serial group (factor in registers up to
-//              n = 16), on a local copy of the system
+//     Knot     cholesky_posv<Lower, ColMajor, n, 1> on the serial group, on a local copy of the
+//              system (n = 8..16: potrf's SIMD kernel with the forward sweep fused in)
 //     Eigen    LLT<Matrix<double, n, n>> (fixed size) then solve()
 //     LAPACKE  dpotrf + dpotrs (Debian: OpenBLAS behind liblapack.so.3), _work forms (no NaN scan)
 //   LDL' (symmetric indefinite batch, entries uniform in [-1, 1]):
@@ -17,7 +17,10 @@
 // And the banded KKT LDL' (kkt_ldlt_factor: assembly + factorization) of an OCP with nx = 14,
 // nu = 7 for horizons N = 16..256: per_stage shows the linear growth.
 //
-//   OPENBLAS_NUM_THREADS=1 build/.../tools/bench/knot_bench_factor --benchmark_min_time=0.2
+//   OPENBLAS_NUM_THREADS=1 build/.../tools/bench/knot_bench_factor --benchmark_min_time=0.1 \
+//       --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true \
+//       --benchmark_report_aggregates_only=true
+// (the command of docs/BENCHMARKS.md; ratios are only meaningful between entries of one run).
 #include <benchmark/benchmark.h>
 
 #include <Eigen/Dense>

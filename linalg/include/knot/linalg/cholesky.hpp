@@ -25,7 +25,9 @@
 // N (and NRHS) fix n (and nrhs) at compile time (the run-time values are then ignored). With the
 // serial group, N <= 16 keeps the factor in registers (potrf), and N <= 32 solves one contiguous
 // right-hand side in registers, both sweeps sharing the reciprocals of the diagonal (trsv's
-// arithmetic, so the same bits as the cooperative path).
+// arithmetic, so the same bits as the cooperative path). Where potrf has its vector kernel
+// (8 <= N <= 16, float or double, a GCC or Clang host build), cholesky_posv with one contiguous
+// right-hand side runs the forward sweep inside the factorization, again with the same bits.
 //
 // Several small systems per group. SubGroup cuts a group into sub-groups of w consecutive members:
 // members [j*w, (j+1)*w) act as a group of w for system j. rank() and size() are the sub-group's,
@@ -165,6 +167,22 @@ KNOT_HD void cholesky_solve(G& g, int n_rt, int nrhs_rt, const T* A, int lda, T*
 
 template <Uplo UL, Arrangement AR, int N = kDynamic, int NRHS = kDynamic, class G, class T>
 KNOT_HD int cholesky_posv(G& g, int n, int nrhs, T* A, int lda, T* B, int ldb, int* info = nullptr) {
+#if KNOT_POTRF_SIMD
+  if constexpr (detail::kSerial<G> && detail::kPotrfSimd<T, N>) {
+    if (cholesky_vector_rhs<AR>(extent<NRHS>(nrhs), ldb)) {
+      // One pass: the forward sweep runs inside the factorization (the same bits as the two steps).
+      int fail;
+      if constexpr (detail::kCholColLower<UL, AR>) {
+        fail = detail::potrf_simd<N, true>(A, detail::StridedIndex{1, lda}, B);
+      } else {
+        fail = detail::potrf_simd<N, true>(A, detail::StridedIndex{lda, 1}, B);
+      }
+      if (info != nullptr) *info = fail;
+      g.sync();
+      return fail;
+    }
+  }
+#endif
   const int fail = cholesky_factor<UL, AR, N>(g, n, A, lda, info);
   if (fail == 0) {
     cholesky_solve<UL, AR, N, NRHS>(g, n, nrhs, A, lda, B, ldb);

@@ -78,6 +78,9 @@
 // N fixes n at compile time for the dense routines (the run-time value is then ignored).
 #pragma once
 
+#include <cstring>
+#include <type_traits>
+
 #include "knot/linalg/dense/types.hpp"
 
 #if !KNOT_ON_DEVICE
@@ -654,46 +657,113 @@ KNOT_HD void ldlt_permute(int n, const int* piv, T* b) {
   }
 }
 
+// +0 where drop is set, else x (bitwise: the +0 the sweeps multiply by inside a 2x2 block).
+// On the host a mask on the bits, which compilers do not turn back into a branch.
+template <class T>
+KNOT_HD T ldlt_zero_if(bool drop, T x) {
+#if !KNOT_ON_DEVICE
+  if constexpr (sizeof(T) == 8 || sizeof(T) == 4) {
+    using U = std::conditional_t<sizeof(T) == 8, unsigned long long, unsigned>;
+    U u;
+    std::memcpy(&u, &x, sizeof u);
+    u &= drop ? U(0) : ~U(0);
+    std::memcpy(&x, &u, sizeof u);
+    return x;
+  }
+#endif
+  return drop ? T(0) : x;
+}
+
+// Index of the lowest set bit of m != 0.
+KNOT_HD int ldlt_lowest_bit(unsigned long long m) {
+#if KNOT_ON_DEVICE
+  return __ffsll(static_cast<long long>(m)) - 1;
+#elif defined(__GNUC__) || defined(__clang__)
+  return __builtin_ctzll(m);
+#else
+  int k = 0;
+  while (!(m & 1ULL)) {
+    m >>= 1;
+    ++k;
+  }
+  return k;
+#endif
+}
+
 // One right-hand side on one thread, the vector in registers (N fixed, <= 32): the same
-// operations, in the same order, as the cooperative sweeps below.
+// operations, in the same order, as the cooperative sweeps below. The block structure is read
+// from piv into flags first and used through selects and masks, not branches: whether a step is
+// 1x1 or 2x2 follows the data, so branches on it would be mispredicted at random. Only D's 2x2
+// blocks take a loop, over the set bits of a mask (every quotient b_k / d_k is formed first,
+// those of 2x2 blocks then replaced).
 template <int N, class T>
 KNOT_HD void ldlt_dense_solve_fixed(const T* A, int lda, const int* piv, T* b) {
-  ldlt_permute<true>(N, piv, b);
+  static_assert(N >= 1 && N <= 64, "one bit per column");
+  // first[k]: a 2x2 block starts at k (ascending scan, as the forward sweep and P b see it);
+  // last[k]: a 2x2 block ends at k (descending scan, as the backward sweep and P' b see it).
+  bool first[N], last[N + 1];
+  {
+    bool second = false;
+    KNOT_UNROLL for (int k = 0; k < N; ++k) {
+      first[k] = !second & ldlt_is_2x2(piv[k]);
+      second = first[k];
+    }
+    bool consumed = false;
+    KNOT_UNROLL for (int k = N - 1; k >= 0; --k) {
+      last[k] = !consumed & ldlt_is_2x2(piv[k]);
+      consumed = last[k];
+    }
+    last[N] = false;
+  }
+  // P b: the interchange of each block at its last column (ldlt_permute<true>).
+  KNOT_UNROLL for (int q = 0; q < N; ++q) {
+    const int m = -static_cast<int>(first[q]), r = ldlt_interchange(piv[q]);
+    const int t = (q & m) | (r & ~m);
+    const T v = b[q];
+    b[q] = b[t];
+    b[t] = v;
+  }
   T x[N];
   KNOT_UNROLL for (int i = 0; i < N; ++i) x[i] = b[i];
-  bool second = false;
   KNOT_UNROLL for (int k = 0; k < N; ++k) {
-    const bool first2 = !second && ldlt_is_2x2(piv[k]);
     KNOT_UNROLL for (int i = 0; i < N; ++i) {
-      if (i > k) x[i] -= (i == k + 1 && first2 ? T(0) : A[i + k * lda]) * x[k];
+      if (i > k) {
+        const T l = A[i + k * lda];
+        x[i] -= (i == k + 1 ? ldlt_zero_if(first[k], l) : l) * x[k];
+      }
     }
-    second = first2;
   }
-  second = false;
+  T y[N];
+  unsigned long long blocks = 0;
   KNOT_UNROLL for (int k = 0; k < N; ++k) {
-    if (second) {
-      second = false;
-    } else if (ldlt_is_2x2(piv[k])) {
-      T f1, f2, f3;
-      ldlt_inverse_2x2(A[k + k * lda], A[k + 1 + k * lda], A[k + 1 + (k + 1) * lda], f1, f2, f3);
-      const T y1 = x[k], y2 = x[k + 1 < N ? k + 1 : k];
-      x[k] = f3 * (f1 * y1 - y2);
-      if (k + 1 < N) x[k + 1] = f3 * (f2 * y2 - y1);
-      second = true;
-    } else {
-      x[k] /= A[k + k * lda];
-    }
+    y[k] = x[k] / A[k + k * lda];
+    blocks |= static_cast<unsigned long long>(first[k] && k + 1 < N) << k;
   }
-  bool consumed = false;
+  while (blocks != 0) {
+    const int k = ldlt_lowest_bit(blocks), k1 = k + 1 < N ? k + 1 : k;  // k + 1 < N by the mask
+    blocks &= blocks - 1;
+    T f1, f2, f3;
+    ldlt_inverse_2x2(A[k + k * lda], A[k1 + k * lda], A[k1 + k1 * lda], f1, f2, f3);
+    y[k] = f3 * (f1 * x[k] - x[k1]);
+    y[k1] = f3 * (f2 * x[k1] - x[k]);
+  }
   KNOT_UNROLL for (int k = N - 1; k >= 0; --k) {
-    const bool end2 = !consumed && ldlt_is_2x2(piv[k]);
     KNOT_UNROLL for (int i = 0; i < N; ++i) {
-      if (i < k) x[i] -= (i == k - 1 && end2 ? T(0) : A[k + i * lda]) * x[k];
+      if (i < k) {
+        const T l = A[k + i * lda];
+        y[i] -= (i == k - 1 ? ldlt_zero_if(last[k], l) : l) * y[k];
+      }
     }
-    consumed = end2;
   }
-  KNOT_UNROLL for (int i = 0; i < N; ++i) b[i] = x[i];
-  ldlt_permute<false>(N, piv, b);
+  KNOT_UNROLL for (int i = 0; i < N; ++i) b[i] = y[i];
+  // P' b: descending, the interchange of each block at its last column (ldlt_permute<false>).
+  KNOT_UNROLL for (int k = N - 1; k >= 0; --k) {
+    const int m = -static_cast<int>(last[k + 1]), r = ldlt_interchange(piv[k]);
+    const int t = (k & m) | (r & ~m);
+    const T v = b[k];
+    b[k] = b[t];
+    b[t] = v;
+  }
 }
 
 // Dense form, P A P' = L D L': B <- P' L^-T D^-1 L^-1 P B. The unit lower L has a zero at
