@@ -50,6 +50,8 @@ class LqBackend {
  public:
   virtual ~LqBackend() = default;
   virtual LqStatus solve(const LqData& data, LqSolution& sol, LqStats& stats) = 0;
+  // New vectors, the matrices of the last solve (LqSolver::resolve); by default a full solve.
+  virtual LqStatus resolve(const LqData& data, LqSolution& sol, LqStats& stats) { return solve(data, sol, stats); }
   virtual std::size_t bytes() const = 0;  // its workspace and the object itself
 };
 

@@ -110,6 +110,29 @@ int riccati_backward(int nx_rt, int nu_rt, int N, const LqData& d, const Riccati
   return -1;
 }
 
+// The vector half of the backward recursion, with P_{k+1}, L_k, Y_k of the last riccati_backward
+// (the matrices are unchanged; only c, q, r differ).
+template <int NX, int NU>
+void riccati_backward_vectors(int nx_rt, int nu_rt, int N, const LqData& d, const RiccatiWork& w) {
+  const int nx = linalg::extent<NX>(nx_rt), nu = linalg::extent<NU>(nu_rt);
+  Serial g;
+  const std::size_t sxx = static_cast<std::size_t>(nx) * nx, sxu = static_cast<std::size_t>(nx) * nu;
+  std::memcpy(w.p + static_cast<std::size_t>(N) * nx, d.q_k(N), nx * sizeof(double));
+  for (int k = N - 1; k >= 0; --k) {
+    const double* p = w.p + static_cast<std::size_t>(k + 1) * nx;
+    double* pk = w.p + static_cast<std::size_t>(k) * nx;
+    double* kt = w.kt + static_cast<std::size_t>(k) * nu;
+    std::memcpy(w.pc, p, nx * sizeof(double));
+    linalg::gemv<Trans::No, NX, NX>(g, nx, nx, 1.0, w.P + (k + 1) * sxx, nx, d.c_k(k), 1.0, w.pc);
+    std::memcpy(pk, d.q_k(k), nx * sizeof(double));
+    linalg::gemv<Trans::Yes, NX, NX>(g, nx, nx, 1.0, d.A_k(k), nx, w.pc, 1.0, pk);
+    std::memcpy(kt, d.r_k(k), nu * sizeof(double));
+    linalg::gemv<Trans::Yes, NX, NU>(g, nx, nu, 1.0, d.B_k(k), nx, w.pc, 1.0, kt);
+    linalg::trsv<Uplo::Lower, Trans::No, NU>(g, nu, w.L + static_cast<std::size_t>(k) * nu * nu, nu, kt);
+    linalg::gemv<Trans::No, NX, NU>(g, nx, nu, -1.0, w.Y + k * sxu, nx, kt, 1.0, pk);
+  }
+}
+
 template <int NX, int NU>
 void riccati_forward(int nx_rt, int nu_rt, int N, const LqData& d, const RiccatiWork& w, LqSolution& s) {
   const int nx = linalg::extent<NX>(nx_rt), nu = linalg::extent<NU>(nu_rt);
@@ -150,6 +173,7 @@ class RiccatiBackend final : public LqBackend {
     dispatch_sizes<RiccatiNx, ControlSizes>(nx, nu, [&](auto NX, auto NU) {
       backward_ = &riccati_backward<decltype(NX)::value, decltype(NU)::value>;
       forward_ = &riccati_forward<decltype(NX)::value, decltype(NU)::value>;
+      vectors_ = &riccati_backward_vectors<decltype(NX)::value, decltype(NU)::value>;
     });
   }
 
@@ -164,6 +188,13 @@ class RiccatiBackend final : public LqBackend {
     return solution_finite(s) ? LqStatus::Solved : LqStatus::NonFinite;
   }
 
+  LqStatus resolve(const LqData& d, LqSolution& s, LqStats& stats) override {
+    stats.linsys = Linsys::Riccati;
+    vectors_(nx_, nu_, N_, d, w_);
+    forward_(nx_, nu_, N_, d, w_, s);
+    return solution_finite(s) ? LqStatus::Solved : LqStatus::NonFinite;
+  }
+
   std::size_t bytes() const override { return arena_.bytes() + sizeof(*this); }
 
  private:
@@ -172,6 +203,7 @@ class RiccatiBackend final : public LqBackend {
   RiccatiWork w_{};
   int (*backward_)(int, int, int, const LqData&, const RiccatiWork&) = nullptr;
   void (*forward_)(int, int, int, const LqData&, const RiccatiWork&, LqSolution&) = nullptr;
+  void (*vectors_)(int, int, int, const LqData&, const RiccatiWork&) = nullptr;
 };
 
 }  // namespace

@@ -128,6 +128,7 @@ struct LqSolver::Impl {
   LqOptions options;
   Linsys linsys;
   LqStats stats;
+  LqStatus last = LqStatus::NonFinite;  // of the last solve or resolve: resolve needs a factorization
   std::unique_ptr<detail::LqBackend> backend;
 };
 
@@ -158,21 +159,38 @@ LqSolver::~LqSolver() = default;
 LqSolver::LqSolver(LqSolver&&) noexcept = default;
 LqSolver& LqSolver::operator=(LqSolver&&) noexcept = default;
 
-LqStatus LqSolver::solve(const LqData& data, LqSolution& solution) {
-  Impl& m = *impl_;
+namespace {
+void check_sizes(const LqSolver& solver, const LqData& data, const LqSolution& solution, const char* who) {
   const auto sized = [&](const std::vector<double>& v, long n) { return static_cast<long>(v.size()) == n; };
-  const long nx = m.nx, nu = m.nu, N = m.N;
-  if (data.nx != m.nx || data.nu != m.nu || data.N != m.N || !sized(data.A, N * nx * nx) ||
+  const long nx = solver.nx(), nu = solver.nu(), N = solver.N();
+  if (data.nx != nx || data.nu != nu || data.N != N || !sized(data.A, N * nx * nx) ||
       !sized(data.B, N * nx * nu) || !sized(data.c, N * nx) || !sized(data.Q, (N + 1) * nx * nx) ||
       !sized(data.R, N * nu * nu) || !sized(data.S, N * nu * nx) || !sized(data.q, (N + 1) * nx) ||
       !sized(data.r, N * nu) || !sized(data.x_init, nx))
-    throw std::invalid_argument("LqSolver::solve: data does not have the solver's sizes (nx, nu, N)");
-  if (solution.nx != m.nx || solution.nu != m.nu || solution.N != m.N || !sized(solution.x, (N + 1) * nx) ||
+    throw std::invalid_argument(std::string(who) + ": data does not have the solver's sizes (nx, nu, N)");
+  if (solution.nx != nx || solution.nu != nu || solution.N != N || !sized(solution.x, (N + 1) * nx) ||
       !sized(solution.u, N * nu) || !sized(solution.lambda, (N + 1) * nx))
-    throw std::invalid_argument("LqSolver::solve: solution does not have the solver's sizes (nx, nu, N)");
+    throw std::invalid_argument(std::string(who) + ": solution does not have the solver's sizes (nx, nu, N)");
+}
+}  // namespace
+
+LqStatus LqSolver::solve(const LqData& data, LqSolution& solution) {
+  Impl& m = *impl_;
+  check_sizes(*this, data, solution, "LqSolver::solve");
   m.stats = LqStats{};
   m.stats.linsys = m.linsys;
-  return m.backend->solve(data, solution, m.stats);
+  m.last = m.backend->solve(data, solution, m.stats);
+  return m.last;
+}
+
+LqStatus LqSolver::resolve(const LqData& data, LqSolution& solution) {
+  Impl& m = *impl_;
+  check_sizes(*this, data, solution, "LqSolver::resolve");
+  if (m.last != LqStatus::Solved) return m.last;
+  m.stats = LqStats{};
+  m.stats.linsys = m.linsys;
+  m.last = m.backend->resolve(data, solution, m.stats);
+  return m.last;
 }
 
 const LqStats& LqSolver::stats() const { return impl_->stats; }

@@ -123,6 +123,51 @@ TEST(LqSolver, AllBackendsAgree) {
   }
 }
 
+// resolve() with new vectors equals a full solve of the new problem; with the matrices changed it
+// does not (the negative control: it really reuses the old factorization).
+TEST(LqSolver, ResolveWithNewVectorsEqualsAFullSolve) {
+  Rng rng(46);
+  for (const LqSize& z : kLqSizes) {
+    SCOPED_TRACE(testing::Message() << "nx " << z.nx << " nu " << z.nu << " N " << z.N);
+    const LqData d = random_lq(rng, z.nx, z.nu, z.N);
+    LqData e = random_lq(rng, z.nx, z.nu, z.N);
+    e.A = d.A, e.B = d.B, e.Q = d.Q, e.R = d.R, e.S = d.S;  // e: d's matrices, other vectors
+    for (const Linsys l : {Linsys::Riccati, Linsys::Bdsv, Linsys::KktLdlt}) {
+      LqSolver s(z.nx, z.nu, z.N, with(l));
+      LqSolution first(z.nx, z.nu, z.N), again = poisoned_solution(z.nx, z.nu, z.N), full(z.nx, z.nu, z.N);
+      ASSERT_EQ(s.solve(d, first), LqStatus::Solved);
+      ASSERT_EQ(s.resolve(e, again), LqStatus::Solved) << solver::to_string(l);
+      LqSolver fresh(z.nx, z.nu, z.N, with(l));
+      ASSERT_EQ(fresh.solve(e, full), LqStatus::Solved);
+      EXPECT_LT(solution_error(again, full), 1e-11) << solver::to_string(l);
+      EXPECT_GT(solution_error(first, full), 1e-3);
+    }
+  }
+  // The factorization is reused: with changed matrices, riccati's resolve solves the old system.
+  const LqData d = random_lq(rng, 5, 2, 10);
+  const LqData e = random_lq(rng, 5, 2, 10);
+  LqSolver s(5, 2, 10, with(Linsys::Riccati)), fresh(5, 2, 10, with(Linsys::Riccati));
+  LqSolution a(5, 2, 10), b(5, 2, 10);
+  ASSERT_EQ(s.solve(d, a), LqStatus::Solved);
+  ASSERT_EQ(s.resolve(e, a), LqStatus::Solved);
+  ASSERT_EQ(fresh.solve(e, b), LqStatus::Solved);
+  EXPECT_GT(solution_error(a, b), 1e-3);
+}
+
+TEST(LqSolver, ResolveNeedsASuccessfulSolve) {
+  Rng rng(47);
+  const LqData d = random_lq(rng, 3, 1, 6);
+  LqSolver s(3, 1, 6, with(Linsys::Riccati));
+  LqSolution sol(3, 1, 6);
+  EXPECT_EQ(s.resolve(d, sol), LqStatus::NonFinite);  // nothing factored yet
+  LqData bad = d;
+  bad.R[0] = -1e3;  // not positive definite
+  EXPECT_EQ(s.solve(bad, sol), LqStatus::NotPositiveDefinite);
+  EXPECT_EQ(s.resolve(d, sol), LqStatus::NotPositiveDefinite);
+  ASSERT_EQ(s.solve(d, sol), LqStatus::Solved);
+  EXPECT_EQ(s.resolve(d, sol), LqStatus::Solved);
+}
+
 TEST(LqSolver, IsMovable) {
   Rng rng(45);
   const LqData d = random_lq(rng, 3, 1, 6);

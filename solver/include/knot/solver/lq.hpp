@@ -179,6 +179,13 @@ class LqSolver {
   // Solves the LQ subproblem into `solution`; allocates nothing. Throws std::invalid_argument only
   // when data or solution do not have this solver's sizes.
   LqStatus solve(const LqData& data, LqSolution& solution);
+  // Solves again with the matrices (A, B, Q, R, S) of the last solve() and the vectors (c, q, r,
+  // x_init) of `data`, for methods that solve one KKT matrix with several right-hand sides (an
+  // interior point's predictor and corrector). The caller guarantees the matrices are unchanged.
+  // Riccati reuses its factorization: two vector sweeps, O(N (nx^2 + nx nu)) instead of
+  // O(N nx^3); the other backends solve in full. Allocates nothing; returns the last solve()'s
+  // status without solving when that was not Solved (NonFinite before the first solve).
+  LqStatus resolve(const LqData& data, LqSolution& solution);
 
   const LqStats& stats() const;
   const LqOptions& options() const;
