@@ -108,7 +108,17 @@ struct Solver::Impl {
   std::vector<double> grad_x, grad_u;  // raw cost gradient (N+1) nx and N nu, before condensing
   LqData lq;                           // the subproblem in the step (dx, du)
   LqSolution step;                     // its solution: dx, du and the new costates
-  LqSolver lq_solver;
+  LqSolver lq_solver;                  // sized for lq, or for lq_aug when rate
+  // Costs on u_k - u_{k-1} (ControlRateCost) couple consecutive controls. Their gradient in u_{k-1}
+  // joins r_{k-1}; their Hessian blocks d2/du_{k-1}^2 and d2/du_k du_{k-1} of knot k (k >= 1) are
+  // kept here, and solve_lq runs the LQ on the state augmented by the previous control,
+  // [dx_k; du_{k-1}] (lq_aug, step_aug). All empty without such costs.
+  bool rate = false;
+  std::vector<double> rate_Hpp, rate_Hup;  // N+1 blocks nu x nu
+  LqData lq_aug;
+  LqSolution step_aug;
+  void expand_rate();    // lq (+ rate blocks) -> lq_aug
+  void contract_rate();  // step_aug -> step
 
   // ---- Step and line search
   std::vector<double> ds, dz, dy;

@@ -87,6 +87,15 @@ bool Solver::Impl::linearize() {
       blocks.Huu = lq.R_k(k);
       blocks.Hux = lq.S_k(k);
     }
+    if (rate && k > 0) {
+      double* Hpp = rate_Hpp.data() + static_cast<std::size_t>(k) * nu * nu;
+      double* Hup = rate_Hup.data() + static_cast<std::size_t>(k) * nu * nu;
+      std::fill(Hpp, Hpp + static_cast<std::size_t>(nu) * nu, 0.0);
+      std::fill(Hup, Hup + static_cast<std::size_t>(nu) * nu, 0.0);
+      blocks.gu_prev = lq.r_k(k - 1);
+      blocks.Hpp = Hpp;
+      blocks.Hup = Hup;
+    }
     for (const problems::CostTerm* c : costs)
       if (c->active(k, N)) cost += c->accumulate(p, blocks);
     std::copy(q, q + nx, grad_x.begin() + static_cast<std::ptrdiff_t>(k) * nx);
@@ -108,6 +117,8 @@ bool Solver::Impl::linearize() {
     if (opt.hessian == Hessian::Exact && !exact_hessian(k)) return false;
   }
   for (int i = 0; i < nx; ++i) lq.x_init[static_cast<std::size_t>(i)] = problem.x0[static_cast<std::size_t>(i)] - x[i];
+  // Knot k's rate terms added their u_{k-1} gradient to r_{k-1} after it was copied above.
+  if (rate) std::copy(lq.r.begin(), lq.r.end(), grad_u.begin());
 
   const auto bad = [&](const char* what) {
     set_status(Status::NumericalError, "non-finite %s at the iterate of iteration %d", what, stats.rows);
@@ -140,7 +151,9 @@ bool Solver::Impl::lagrangian_gradient(int k, const double* x, const double* u, 
   p.dt = dt;
   p.x = x;
   p.u = running ? u : nullptr;
-  p.u_prev = nullptr;  // no cost couples consecutive controls (rejected at construction)
+  // A rate cost's part in u_k (its u_{k-1} gradient belongs to knot k-1's variables, and its
+  // constant blocks d2/du_{k-1}^2, d2/du_k du_{k-1} stay those of linearize).
+  p.u_prev = k > 0 ? sol.u.data() + static_cast<std::size_t>(k - 1) * nu : nullptr;
   p.data = model_data.get();
   problems::CostBlocks blocks;
   blocks.gx = out;

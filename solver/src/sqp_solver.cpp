@@ -53,12 +53,19 @@ const SolverOptions& validated(const SolverOptions& o) {
   return o;
 }
 
-// The LQ layer needs a control at every running knot.
+bool has_rate_cost(const problems::Problem& p) {
+  for (const auto& c : p.costs)
+    if (c->couples_previous_control()) return true;
+  return false;
+}
+
+// The LQ layer needs a control at every running knot. With rate costs its state carries the
+// previous control as well.
 LqSolver make_lq_solver(const problems::Problem& p, const SolverOptions& o) {
   if (p.nu() < 1)
     throw problem_error(p, "model", "a model with at least one control (the LQ subproblem needs nu >= 1)",
                         "nu = 0");
-  return LqSolver(p.nx(), p.nu(), p.horizon.N, o.lq);
+  return LqSolver(p.nx() + (has_rate_cost(p) ? p.nu() : 0), p.nu(), p.horizon.N, o.lq);
 }
 
 }  // namespace
@@ -80,17 +87,8 @@ Solver::Impl::Impl(problems::Problem p, const SolverOptions& options)
   N = problem.horizon.N;
   nw = nx + nu;
   dt = problem.horizon.dt;
-  for (std::size_t i = 0; i < problem.costs.size(); ++i) {
-    const problems::CostTerm* c = problem.costs[i].get();
-    // A cost on u_k - u_{k-1} couples consecutive stages, which the stage-wise LQ cannot hold
-    // without augmenting the state by the previous control (docs/solver.md).
-    if (c->couples_previous_control())
-      throw problem_error(problem, "costs[" + std::to_string(i) + "].type",
-                          "a cost on one knot (state, control or end_effector); the SQP solver does not "
-                          "treat costs that couple consecutive controls yet",
-                          std::string(c->type()));
-    costs.push_back(c);
-  }
+  for (const auto& c : problem.costs) costs.push_back(c.get());
+  rate = has_rate_cost(problem);
   model_data = problem.model->make_data();
 
   // Iterate and its default initial guess.
@@ -113,6 +111,12 @@ Solver::Impl::Impl(problems::Problem p, const SolverOptions& options)
   grad_u.assign(static_cast<std::size_t>(N) * nu, 0.0);
   lq = LqData(nx, nu, N);
   step = LqSolution(nx, nu, N);
+  if (rate) {
+    rate_Hpp.assign(static_cast<std::size_t>(N + 1) * nu * nu, 0.0);
+    rate_Hup.assign(rate_Hpp.size(), 0.0);
+    lq_aug = LqData(nx + nu, nu, N);
+    step_aug = LqSolution(nx + nu, nu, N);
+  }
   x_trial.assign(sol.x.size(), 0.0);
   u_trial.assign(sol.u.size(), 0.0);
   x_next.assign(static_cast<std::size_t>(nx), 0.0);
@@ -149,9 +153,11 @@ void Solver::Impl::record_allocation_sizes() {
   for (const Rows* r : {&ineq, &eq})
     bytes += vector_bytes(r->terms) + vector_bytes(r->offset) + vector_bytes(r->value) + vector_bytes(r->jac) +
              vector_bytes(r->trial) + vector_bytes(r->jdw);
-  for (const auto* v : {&lq.A, &lq.B, &lq.c, &lq.Q, &lq.R, &lq.S, &lq.q, &lq.r, &lq.x_init, &step.x, &step.u,
-                        &step.lambda})
-    bytes += vector_bytes(*v);
+  for (const LqData* d : {&lq, &lq_aug})
+    for (const auto* v : {&d->A, &d->B, &d->c, &d->Q, &d->R, &d->S, &d->q, &d->r, &d->x_init}) bytes += vector_bytes(*v);
+  for (const LqSolution* t : {&step, &step_aug})
+    for (const auto* v : {&t->x, &t->u, &t->lambda}) bytes += vector_bytes(*v);
+  bytes += vector_bytes(rate_Hpp) + vector_bytes(rate_Hup);
   bytes += lq_solver.bytes_allocated();
 }
 

@@ -88,7 +88,9 @@ void Solver::Impl::add_barrier_terms() {
 bool Solver::Impl::solve_lq(IterationStats& it) {
   double reg = 0;
   for (;;) {
-    const LqStatus st = lq_solver.solve(lq, step);
+    if (rate) expand_rate();
+    const LqStatus st = rate ? lq_solver.solve(lq_aug, step_aug) : lq_solver.solve(lq, step);
+    if (rate && st != LqStatus::NonFinite) contract_rate();
     ++stats.lq_solves;
     it.lq_iterations += lq_solver.stats().pcg_iterations_total;
     it.lq_status = st;
@@ -119,6 +121,51 @@ bool Solver::Impl::solve_lq(IterationStats& it) {
   }
   stats.lq_iterations += it.lq_iterations;
   return true;
+}
+
+// The LQ on the augmented state [dx_k; p_k], p_k = du_{k-1} (p_0 = 0: no rate term at knot 0):
+//   A~ = [A 0; 0 0], B~ = [B; I], c~ = [c; 0], Q~ = [Q 0; 0 Hpp], S~ = [S Hup], q~ = [q; 0],
+// R and r as they are (r_{k-1} already holds the rate gradient in u_{k-1}).
+void Solver::Impl::expand_rate() {
+  const int na = nx + nu;
+  const auto block = [](double* dst, int ldd, const double* src, int m, int n, int lds) {
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < m; ++i) dst[i + static_cast<std::size_t>(j) * ldd] = src[i + static_cast<std::size_t>(j) * lds];
+  };
+  std::fill(lq_aug.A.begin(), lq_aug.A.end(), 0.0);
+  std::fill(lq_aug.B.begin(), lq_aug.B.end(), 0.0);
+  std::fill(lq_aug.c.begin(), lq_aug.c.end(), 0.0);
+  std::fill(lq_aug.Q.begin(), lq_aug.Q.end(), 0.0);
+  std::fill(lq_aug.q.begin(), lq_aug.q.end(), 0.0);
+  for (int k = 0; k <= N; ++k) {
+    block(lq_aug.Q_k(k), na, lq.Q_k(k), nx, nx, nx);
+    block(lq_aug.Q_k(k) + nx + static_cast<std::size_t>(nx) * na, na,
+          rate_Hpp.data() + static_cast<std::size_t>(k) * nu * nu, nu, nu, nu);
+    std::copy(lq.q_k(k), lq.q_k(k) + nx, lq_aug.q_k(k));
+    if (k == N) break;
+    block(lq_aug.A_k(k), na, lq.A_k(k), nx, nx, nx);
+    block(lq_aug.B_k(k), na, lq.B_k(k), nx, nu, nx);
+    for (int i = 0; i < nu; ++i) lq_aug.B_k(k)[nx + i + static_cast<std::size_t>(i) * na] = 1.0;
+    std::copy(lq.c_k(k), lq.c_k(k) + nx, lq_aug.c_k(k));
+    block(lq_aug.S_k(k), nu, lq.S_k(k), nu, nx, nu);
+    block(lq_aug.S_k(k) + static_cast<std::size_t>(nx) * nu, nu, rate_Hup.data() + static_cast<std::size_t>(k) * nu * nu,
+          nu, nu, nu);
+  }
+  std::copy(lq.R.begin(), lq.R.end(), lq_aug.R.begin());
+  std::copy(lq.r.begin(), lq.r.end(), lq_aug.r.begin());
+  std::copy(lq.x_init.begin(), lq.x_init.end(), lq_aug.x_init.begin());
+  std::fill(lq_aug.x_init.begin() + nx, lq_aug.x_init.end(), 0.0);
+}
+
+void Solver::Impl::contract_rate() {
+  const int na = nx + nu;
+  for (int k = 0; k <= N; ++k) {
+    std::copy(step_aug.x.begin() + static_cast<std::ptrdiff_t>(k) * na,
+              step_aug.x.begin() + static_cast<std::ptrdiff_t>(k) * na + nx, step.x_k(k));
+    std::copy(step_aug.lambda.begin() + static_cast<std::ptrdiff_t>(k) * na,
+              step_aug.lambda.begin() + static_cast<std::ptrdiff_t>(k) * na + nx, step.lambda_k(k));
+  }
+  std::copy(step_aug.u.begin(), step_aug.u.end(), step.u.begin());
 }
 
 // recover_step: from the LQ step dw = (dx, du) per row J dw, then

@@ -28,6 +28,7 @@ const std::map<std::string, Dims> kExpected = {
     {"double_integrator_lqr", {2, 1, 50}},     {"double_integrator_rest_to_rest", {2, 1, 50}},
     {"bryson_denham", {2, 1, 100}},            {"pendulum_swingup", {2, 1, 80}},
     {"cartpole_swingup", {4, 1, 20}},          {"acrobot_swingup", {4, 1, 100}},
+    {"cartpole_swingup_smooth", {4, 1, 20}},
     {"quadrotor_to_point", {12, 4, 50}},       {"unicycle_obstacles", {3, 2, 60}},
     {"chain_of_masses", {21, 3, 40}},          {"iiwa14_reach", {14, 7, 32}},
     {"iiwa14_gravity_limits", {14, 7, 48}},

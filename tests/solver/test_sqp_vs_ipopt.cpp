@@ -42,6 +42,7 @@ TEST_P(SqpVsIpopt, SameOptimalCostFromTheSameGuess) {
 
 INSTANTIATE_TEST_SUITE_P(Configs, SqpVsIpopt,
                          ::testing::Values("cartpole_swingup", "pendulum_swingup", "acrobot_swingup",
-                                           "unicycle_obstacles", "chain_of_masses", "iiwa14_gravity_limits"));
+                                           "unicycle_obstacles", "chain_of_masses", "iiwa14_gravity_limits",
+                                           "cartpole_swingup_smooth"));
 
 }  // namespace
