@@ -1,6 +1,6 @@
 // Riccati backend: backward recursion on the cost-to-go V_k(x) = 1/2 x'P_k x + p_k'x, forward rollout.
 //
-// Backward, from P_N = Q_N, p_N = q_N (P = P_{k+1}, p = p_{k+1}):
+// Classical recursion (every size), from P_N = Q_N, p_N = q_N (P = P_{k+1}, p = p_{k+1}):
 //   T   = A'P (A' copied once so that the product runs down columns),   W = P B
 //   Hxx = Q + T A,   Hxu = S' + T B,   Huu = R + B'W
 //   pc  = P c + p,   hx = q + A' pc,   hu = r + B' pc
@@ -8,15 +8,31 @@
 //   Y   = Hxu L^-T,  kt = L^-1 hu
 //   P_k = Hxx - Y Y',   p_k = hx - Y kt      (the lower triangle by gemm, then mirrored: P_k is exactly
 //                                             symmetric)
+// Square-root recursion (fixed nx >= 20, a multiple of 4, fixed nu; tried first), on the Cholesky
+// factor P_{k+1} = Lp Lp' (Lp_N = chol(Q_N)):
+//   Nm = [B A]' Lp                              (triangular product; Nm Nm' = [B'PB B'PA; A'PB A'PA])
+//   [R S; S' Q] + Nm Nm' = [L 0; Y Lk] [L 0; Y Lk]'   (one Cholesky of order nu + nx, Nm Nm' summed
+//                                                      inside it and never stored)
+// so L L' = Huu, Y = Hxu L^-T and Lk Lk' = Hxx - Y Y' = P_k, the factor the next stage needs: about
+// 2/3 of the classical arithmetic, with no A'PA double product. The vectors are the classical ones
+// with P c = Lp (Lp' c). It needs every P_k positive definite: at the first pivot that is not (a
+// positive semidefinite cost, e.g. zero state weights or a terminal cost only), or a Huu that is not,
+// the solve restarts with the classical recursion, which needs only Huu positive definite and reports
+// the failing stage. The products run on gemm_tile's register-blocked 8 x 4 tiles.
+//
 // Forward, from x_0 = x_init:
 //   u_k = -L^-T (Y' x_k + kt),   x_{k+1} = A x_k + B u_k + c,   lambda_k = P_k x_k + p_k
-// u_k minimizes the stage cost plus V_{k+1}(A x_k + B u + c): its gradient R u + S x + r +
-// B'(P (A x + B u + c) + p) = Huu u + Hxu' x + hu vanishes. lambda_k = grad V_k(x_k) is the costate.
+// (P_k x_k = Lk (Lk' x_k) on the square-root path.) u_k minimizes the stage cost plus
+// V_{k+1}(A x_k + B u + c): its gradient R u + S x + r + B'(P (A x + B u + c) + p) = Huu u + Hxu' x + hu
+// vanishes. lambda_k = grad V_k(x_k) is the costate. resolve() (new vectors, same matrices) reruns
+// only the vector half of whichever recursion the last solve used.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <utility>
 
 #include "knot/linalg/dense/gemm.hpp"
+#include "knot/linalg/dense/gemm_tile.hpp"
 #include "knot/linalg/dense/gemv.hpp"
 #include "knot/linalg/dense/potrf.hpp"
 #include "knot/linalg/dense/syrk.hpp"
@@ -41,6 +57,12 @@ struct RiccatiWork {
   double* T;    // nx x nx scratch
   double* W;    // nx x nu scratch
   double* pc;   // nx scratch
+  // Square-root path (kSqrt sizes only, in the space of P, L, Y, At, T, W; nu4 = round4(nu), ld = nu4 + nx):
+  double* F;    // N+1 blocks ld x ld: stage k < N the factor [L 0 0; 0 I 0; Y 0 Lk], stage N Lk = chol(Q_N)
+  double* Xt;   // ld x nx scratch: [B'; 0; A']
+  double* Nm;   // ld x nx scratch: Xt Lp_{k+1}
+  double* h;    // ld scratch: [hu; 0; hx]
+  double* t;    // nx scratch
 };
 
 // C = alpha A op(B) + beta C (A not transposed). Blocks of more than 16 rows are cut into equal row
@@ -159,26 +181,353 @@ void riccati_forward(int nx_rt, int nu_rt, int N, const LqData& d, const Riccati
   }
 }
 
+// ---- Square-root path ----
+
+constexpr int round4(int n) { return (n + 3) / 4 * 4; }
+
+// Sizes that run the square-root recursion first: fixed, large enough that its register-blocked
+// products pay (below, the classical products keep whole columns in registers and win), and nx a
+// multiple of 4 so that every block of the factor starts on a vector boundary.
+template <int NX, int NU>
+inline constexpr bool kSqrt = NX != kDynamic && NU != kDynamic && NX >= 20 && NX % 4 == 0;
+
+#if KNOT_GEMM_TILE_SIMD
+using linalg::detail::Tile4;
+using linalg::detail::tile_accumulate;
+using linalg::detail::tile_load;
+
+inline void tile_store4(double* x, const Tile4& v) { __builtin_memcpy(x, &v, sizeof(v)); }
+
+// Sums of the lanes of a, b, c, d, as one vector.
+inline void lane_sums(Tile4& out, const Tile4& a, const Tile4& b, const Tile4& c, const Tile4& d) {
+  const Tile4 ab = __builtin_shufflevector(a, b, 0, 4, 2, 6) + __builtin_shufflevector(a, b, 1, 5, 3, 7);
+  const Tile4 cd = __builtin_shufflevector(c, d, 0, 4, 2, 6) + __builtin_shufflevector(c, d, 1, 5, 3, 7);
+  out = __builtin_shufflevector(ab, cd, 0, 1, 4, 5) + __builtin_shufflevector(ab, cd, 2, 3, 6, 7);
+}
+
+// y = beta y + A'x (A M x N, column-major, M % 4 == 0; beta 0 or 1). Tri: A lower triangular with
+// a zero strict upper triangle, so the row vectors above column j's diagonal are skipped.
+template <int M, int N, bool Tri>
+void matvec_t(const double* A, int lda, const double* x, double beta, double* y) {
+  static_assert(M % 4 == 0);
+  Tile4 xv[M / 4];
+  KNOT_UNROLL for (int v = 0; v < M / 4; ++v) tile_load<4>(xv[v], x + 4 * v);
+  KNOT_UNROLL for (int j0 = 0; j0 < N; j0 += 4) {
+    Tile4 acc[4] = {};
+    KNOT_UNROLL for (int c = 0; c < 4; ++c) {
+      if (j0 + c < N) {
+        KNOT_UNROLL for (int v = 0; v < M / 4; ++v) {
+          if (!Tri || v >= j0 / 4) {
+            Tile4 a;
+            tile_load<4>(a, A + 4 * v + (j0 + c) * lda);
+            acc[c] += a * xv[v];
+          }
+        }
+      }
+    }
+    Tile4 s;
+    lane_sums(s, acc[0], acc[1], acc[2], acc[3]);
+    KNOT_UNROLL for (int c = 0; c < 4; ++c) {
+      if (j0 + c < N) y[j0 + c] = beta == 0.0 ? s[c] : y[j0 + c] + s[c];
+    }
+  }
+}
+
+// y += A x, or y -= A x with Sub (A M x N, column-major, M % 4 == 0). Tri as for matvec_t.
+template <int M, int N, bool Tri, bool Sub = false>
+void matvec_n(const double* A, int lda, const double* x, double* y) {
+  static_assert(M % 4 == 0);
+  Tile4 acc[M / 4];
+  KNOT_UNROLL for (int v = 0; v < M / 4; ++v) tile_load<4>(acc[v], y + 4 * v);
+  KNOT_UNROLL for (int j = 0; j < N; ++j) {
+    const double xj = x[j];
+    KNOT_UNROLL for (int v = 0; v < M / 4; ++v) {
+      if (!Tri || v >= j / 4) {
+        Tile4 a;
+        tile_load<4>(a, A + 4 * v + j * lda);
+        if constexpr (Sub) {
+          acc[v] -= a * xj;
+        } else {
+          acc[v] += a * xj;
+        }
+      }
+    }
+  }
+  KNOT_UNROLL for (int v = 0; v < M / 4; ++v) tile_store4(y + 4 * v, acc[v]);
+}
+
+// dst = src' for src Rows x Cols (column-major): 4 x 4 blocks transposed in registers; the rows and
+// columns that round Rows and Cols up to multiples of 4 are written into dst as zeros.
+template <int Rows, int Cols>
+void transpose_tiles(const double* src, int lds, double* dst, int ldd) {
+  constexpr int RB = (Rows + 3) / 4, CB = (Cols + 3) / 4;
+  KNOT_UNROLL for (int bi = 0; bi < RB; ++bi) {
+    KNOT_UNROLL for (int bj = 0; bj < CB; ++bj) {
+      Tile4 r[4];
+      KNOT_UNROLL for (int c = 0; c < 4; ++c) {
+        const double* col = src + 4 * bi + (4 * bj + c) * lds;
+        if (4 * bj + c >= Cols) {
+          r[c] = Tile4{};
+        } else if (4 * bi + 4 <= Rows) {
+          tile_load<4>(r[c], col);
+        } else {
+          tile_load<Rows % 4>(r[c], col);
+        }
+      }
+      const Tile4 t0 = __builtin_shufflevector(r[0], r[1], 0, 4, 2, 6), t1 = __builtin_shufflevector(r[0], r[1], 1, 5, 3, 7),
+                  t2 = __builtin_shufflevector(r[2], r[3], 0, 4, 2, 6), t3 = __builtin_shufflevector(r[2], r[3], 1, 5, 3, 7);
+      double* out = dst + 4 * bj + 4 * bi * ldd;  // column 4 bi + q of dst holds row 4 bi + q of src
+      tile_store4(out, __builtin_shufflevector(t0, t2, 0, 1, 4, 5));
+      tile_store4(out + ldd, __builtin_shufflevector(t1, t3, 0, 1, 4, 5));
+      tile_store4(out + 2 * ldd, __builtin_shufflevector(t0, t2, 2, 3, 6, 7));
+      tile_store4(out + 3 * ldd, __builtin_shufflevector(t1, t3, 2, 3, 6, 7));
+    }
+  }
+}
+
+// Columns j0 .. j0+NC-1 of the Cholesky factor (left-looking, see chol_update): tiles of 8 (then 4)
+// rows from row j0 down to NP. The first tile holds the NC x NC diagonal block: its columns are
+// finished one after the other (update by the previous ones, pivot, scale), and the block's factor
+// (dl, inv) finishes the tiles below with the same operations. h0 points at entry (j0, j0) of the
+// matrix to factor (leading dimension ld0), H at that of its factor's storage.
+template <int NC, int NP, int KN>
+int chol_panel(int j0, int jb, double* H, int ld, const double* h0, int ld0, const double* Nm, int ldn) {
+  double dl[4][4] = {}, inv[4] = {};
+  auto tile = [&]<int NV, bool Diag>(int i0) __attribute__((always_inline)) -> int {
+    Tile4 acc[NV][NC];
+    KNOT_UNROLL for (int c = 0; c < NC; ++c) {
+      KNOT_UNROLL for (int v = 0; v < NV; ++v) tile_load<4>(acc[v][c], h0 + (i0 - j0) + 4 * v + c * ld0);
+    }
+    if constexpr (KN > 0) tile_accumulate<4 * NV, NC, Trans::Yes>(acc, 0, KN, Nm + i0, ldn, Nm + j0, ldn);
+    tile_accumulate<4 * NV, NC, Trans::Yes, true>(acc, jb, j0, H + i0, ld, H + j0, ld);
+    KNOT_UNROLL for (int c = 0; c < NC; ++c) {
+      KNOT_UNROLL for (int c2 = 0; c2 < NC; ++c2) {
+        if (c2 < c) {
+          KNOT_UNROLL for (int v = 0; v < NV; ++v) acc[v][c] -= acc[v][c2] * dl[c][c2];
+        }
+      }
+      if constexpr (Diag) {
+        const double d = acc[0][c][c];
+        if (!linalg::detail::positive_finite(d)) return j0 + c + 1;
+        dl[c][c] = std::sqrt(d);
+        inv[c] = 1.0 / dl[c][c];
+      }
+      KNOT_UNROLL for (int v = 0; v < NV; ++v) acc[v][c] *= inv[c];
+      if constexpr (Diag) {
+        KNOT_UNROLL for (int r = 0; r < NC; ++r) {
+          if (r > c) dl[r][c] = acc[0][c][r];
+          if (r < c) acc[0][c][r] = 0.0;  // keeps the strict upper triangle zero
+        }
+        acc[0][c][c] = dl[c][c];
+      }
+    }
+    KNOT_UNROLL for (int c = 0; c < NC; ++c) {
+      KNOT_UNROLL for (int v = 0; v < NV; ++v) tile_store4(H + i0 + 4 * v + (j0 + c) * ld, acc[v][c]);
+    }
+    return 0;
+  };
+  // The diagonal tile first (8 rows where they fit), then 8-row tiles, then 4 rows where left.
+  // (12-row tiles measured slower at nx = 28.)
+  int i0 = j0;
+  if (NP - j0 < 8) return tile.template operator()<1, true>(i0);
+  if (const int f = tile.template operator()<2, true>(i0)) return f;
+  for (i0 += 8; i0 + 8 <= NP; i0 += 8) tile.template operator()<2, false>(i0);
+  if (i0 < NP) tile.template operator()<1, false>(i0);
+  return 0;
+}
+
+// Rows and columns jb .. N-1 of H <- the lower Cholesky factor of G + Nm Nm' (N x N, N % 4 == 0,
+// Nm N x KN; columns before jb of H hold a finished factor, or zeros). G is read from H above
+// column NU4 and from Q (nx x nx, entry (i, j) of G at Q[(i - NU4) + (j - NU4) ldq]) from there on,
+// only its lower triangle and the diagonal blocks. Left-looking by panels of 4 columns: each tile
+// sums its Nm Nm' and -L L' terms in registers, so Nm Nm' is never stored. Writes zeros in H's
+// strict upper triangle within the diagonal blocks. Returns 0, or j + 1 for the first pivot j that
+// is not positive and finite (H then partly overwritten).
+template <int N, int KN, int NU4>
+int chol_update(int jb, double* H, int ld, const double* Q, int ldq, const double* Nm, int ldn) {
+  static_assert(N % 4 == 0 && NU4 % 4 == 0);
+  for (int j0 = jb; j0 < N; j0 += 4) {
+    const double* h0 = j0 < NU4 ? H + j0 + j0 * ld : Q + (j0 - NU4) + (j0 - NU4) * ldq;
+    if (const int f = chol_panel<4, N, KN>(j0, jb, H, ld, h0, j0 < NU4 ? ld : ldq, Nm, ldn)) return f;
+  }
+  return 0;
+}
+
+// Layout of the square-root factor of a stage, order n = nu4 + nx with nu4 = round4(nu): rows and
+// columns nu .. nu4-1 are a unit pivot that couples to nothing (so L, Y and Lk all start on vector
+// boundaries): F = [L 0 0; 0 I 0; Y 0 Lk] with L nu x nu, Y nx x nu at row nu4, Lk at (nu4, nu4).
+template <int NX, int NU>
+struct SqrtLayout {
+  static constexpr int nu4 = round4(NU), n = nu4 + NX, ld = n;
+  static constexpr std::size_t block = static_cast<std::size_t>(ld) * n;
+  static constexpr int lp = nu4 + nu4 * ld;  // offset of Lk
+};
+
+// Square-root backward recursion (P_{k+1} = Lp Lp', Lp lower with a zero strict upper triangle):
+//   Nm = [B'; 0; A'] Lp                                    (Nm Nm' = [B'PB . B'PA; . . .; A'PB . A'PA])
+//   [R . S; . I .; S' . Q] + Nm Nm' = F F',  F = [L 0 0; 0 I 0; Y 0 Lk]   (one Cholesky of order n)
+// L L' = Huu, Y = Hxu L^-T and Lk Lk' = Hxx - Y Y' = P_k: the factor of the next stage. Stage N:
+// Lk = chol(Q_N). Vectors as in the classical recursion, with P c = Lp (Lp' c). Returns false at the
+// first pivot that fails (P_k or Huu not positive definite); the caller then runs the classical
+// recursion.
+template <int NX, int NU>
+bool sqrt_backward(int, int, int N, const LqData& d, const RiccatiWork& w) {
+  using Lay = SqrtLayout<NX, NU>;
+  constexpr int nx = NX, nu = NU, nu4 = Lay::nu4, n = Lay::n, ld = Lay::ld;
+  Serial g;
+  if (chol_update<n, 0, nu4>(nu4, w.F + N * Lay::block, ld, d.Q_k(N), nx, nullptr, ld) != 0) return false;
+  std::memcpy(w.p + static_cast<std::size_t>(N) * nx, d.q_k(N), nx * sizeof(double));
+  for (int k = N - 1; k >= 0; --k) {
+    const double* A = d.A_k(k);
+    const double* B = d.B_k(k);
+    const double* R = d.R_k(k);
+    const double* S = d.S_k(k);
+    const double* Lp = w.F + (k + 1) * Lay::block + Lay::lp;
+    const double* p = w.p + static_cast<std::size_t>(k + 1) * nx;
+    double* F = w.F + k * Lay::block;
+    double* pk = w.p + static_cast<std::size_t>(k) * nx;
+    double* kt = w.kt + static_cast<std::size_t>(k) * nu;
+
+    // Xt = [B'; 0; A'], Nm = Xt Lp.
+    transpose_tiles<nx, nu>(B, nx, w.Xt, ld);
+    transpose_tiles<nx, nx>(A, nx, w.Xt + nu4, ld);
+    linalg::gemm_tile<Trans::No, n, nx, nx, linalg::TileShape::LowerB>(1.0, w.Xt, ld, Lp, ld, 0.0, w.Nm, ld);
+    // The first nu4 columns of the matrix to factor (lower triangle); the rest is read from Q.
+    for (int j = 0; j < nu4; ++j)
+      for (int i = j; i < nu4; ++i) F[i + j * ld] = j < nu && i < nu ? R[i + j * nu] : i == j ? 1.0 : 0.0;
+    transpose_tiles<nu, nx>(S, nu, F + nu4, ld);
+    if (chol_update<n, nx, nu4>(0, F, ld, d.Q_k(k), nx, w.Nm, ld) != 0) return false;
+
+    // pc = P c + p, [hu; 0; hx] = [r; 0; q] + Xt pc, kt = L^-1 hu, p_k = hx - Y kt.
+    matvec_t<nx, nx, true>(Lp, ld, d.c_k(k), 0.0, w.t);
+    std::memcpy(w.pc, p, nx * sizeof(double));
+    matvec_n<nx, nx, true>(Lp, ld, w.t, w.pc);
+    for (int i = 0; i < nu4; ++i) w.h[i] = i < nu ? d.r_k(k)[i] : 0.0;
+    std::memcpy(w.h + nu4, d.q_k(k), nx * sizeof(double));
+    matvec_n<n, nx, false>(w.Xt, ld, w.pc, w.h);
+    std::memcpy(kt, w.h, nu * sizeof(double));
+    linalg::trsv<Uplo::Lower, Trans::No, NU>(g, nu, F, ld, kt);
+    std::memcpy(pk, w.h + nu4, nx * sizeof(double));
+    matvec_n<nx, nu, false, true>(F + nu4, ld, kt, pk);
+  }
+  return true;
+}
+
+// The vector half of sqrt_backward on its stored factors (LqSolver::resolve).
+template <int NX, int NU>
+void sqrt_backward_vectors(int, int, int N, const LqData& d, const RiccatiWork& w) {
+  using Lay = SqrtLayout<NX, NU>;
+  constexpr int nx = NX, nu = NU, nu4 = Lay::nu4, ld = Lay::ld;
+  Serial g;
+  std::memcpy(w.p + static_cast<std::size_t>(N) * nx, d.q_k(N), nx * sizeof(double));
+  for (int k = N - 1; k >= 0; --k) {
+    const double* Lp = w.F + (k + 1) * Lay::block + Lay::lp;
+    const double* F = w.F + k * Lay::block;
+    double* pk = w.p + static_cast<std::size_t>(k) * nx;
+    double* kt = w.kt + static_cast<std::size_t>(k) * nu;
+    matvec_t<nx, nx, true>(Lp, ld, d.c_k(k), 0.0, w.t);
+    std::memcpy(w.pc, w.p + static_cast<std::size_t>(k + 1) * nx, nx * sizeof(double));
+    matvec_n<nx, nx, true>(Lp, ld, w.t, w.pc);
+    std::memcpy(pk, d.q_k(k), nx * sizeof(double));
+    matvec_t<nx, nx, false>(d.A_k(k), nx, w.pc, 1.0, pk);
+    std::memcpy(kt, d.r_k(k), nu * sizeof(double));
+    matvec_t<nx, nu, false>(d.B_k(k), nx, w.pc, 1.0, kt);
+    linalg::trsv<Uplo::Lower, Trans::No, NU>(g, nu, F, ld, kt);
+    matvec_n<nx, nu, false, true>(F + nu4, ld, kt, pk);
+  }
+}
+
+// Forward rollout on the square-root factors: u_k = -L^-T (Y' x_k + kt), lambda_k = Lk (Lk' x_k) + p_k.
+template <int NX, int NU>
+void sqrt_forward(int, int, int N, const LqData& d, const RiccatiWork& w, LqSolution& s) {
+  using Lay = SqrtLayout<NX, NU>;
+  constexpr int nx = NX, nu = NU, nu4 = Lay::nu4, ld = Lay::ld;
+  Serial g;
+  std::memcpy(s.x_k(0), d.x_init.data(), nx * sizeof(double));
+  for (int k = 0; k < N; ++k) {
+    const double* x = s.x_k(k);
+    double* u = s.u_k(k);
+    double* xn = s.x_k(k + 1);
+    const double* F = w.F + k * Lay::block;
+    std::memcpy(u, w.kt + static_cast<std::size_t>(k) * nu, nu * sizeof(double));
+    matvec_t<nx, nu, false>(F + nu4, ld, x, 1.0, u);
+    linalg::trsv<Uplo::Lower, Trans::Yes, NU>(g, nu, F, ld, u);
+    for (int i = 0; i < nu; ++i) u[i] = -u[i];
+    std::memcpy(xn, d.c_k(k), nx * sizeof(double));
+    matvec_n<nx, nx, false>(d.A_k(k), nx, x, xn);
+    matvec_n<nx, nu, false>(d.B_k(k), nx, u, xn);
+  }
+  for (int k = 0; k <= N; ++k) {
+    const double* Lp = w.F + k * Lay::block + Lay::lp;
+    double* lam = s.lambda_k(k);
+    matvec_t<nx, nx, true>(Lp, ld, s.x_k(k), 0.0, w.t);
+    std::memcpy(lam, w.p + static_cast<std::size_t>(k) * nx, nx * sizeof(double));
+    matvec_n<nx, nx, true>(Lp, ld, w.t, lam);
+  }
+}
+#endif
+
 class RiccatiBackend final : public LqBackend {
  public:
   RiccatiBackend(int nx, int nu, int N) : nx_(nx), nu_(nu), N_(N) {
-    const std::size_t sxx = static_cast<std::size_t>(nx) * nx, sxu = static_cast<std::size_t>(nx) * nu;
-    const std::size_t oP = arena_.reserve((N + 1) * sxx), op = arena_.reserve(static_cast<std::size_t>(N + 1) * nx),
-                      oL = arena_.reserve(static_cast<std::size_t>(N) * nu * nu), oY = arena_.reserve(N * sxu),
-                      okt = arena_.reserve(static_cast<std::size_t>(N) * nu), oAt = arena_.reserve(sxx),
-                      oT = arena_.reserve(sxx), oW = arena_.reserve(sxu), opc = arena_.reserve(nx);
-    arena_.allocate();
-    w_ = {arena_.at(oP), arena_.at(op), arena_.at(oL), arena_.at(oY), arena_.at(okt),
-          arena_.at(oAt), arena_.at(oT), arena_.at(oW), arena_.at(opc)};
+    bool sqrt = false;
     dispatch_sizes<RiccatiNx, ControlSizes>(nx, nu, [&](auto NX, auto NU) {
-      backward_ = &riccati_backward<decltype(NX)::value, decltype(NU)::value>;
-      forward_ = &riccati_forward<decltype(NX)::value, decltype(NU)::value>;
-      vectors_ = &riccati_backward_vectors<decltype(NX)::value, decltype(NU)::value>;
+      constexpr int X = decltype(NX)::value, U = decltype(NU)::value;
+      backward_ = &riccati_backward<X, U>;
+      forward_ = &riccati_forward<X, U>;
+      vectors_ = &riccati_backward_vectors<X, U>;
+#if KNOT_GEMM_TILE_SIMD
+      if constexpr (kSqrt<X, U>) {
+        sqrt = true;
+        sqrt_backward_ = &sqrt_backward<X, U>;
+        sqrt_forward_ = &sqrt_forward<X, U>;
+        sqrt_vectors_ = &sqrt_backward_vectors<X, U>;
+      }
+#endif
     });
+    // One solve uses one recursion's matrices, so the square-root ones share the classical ones'
+    // space (p, kt and pc serve both). Every entry either path reads is written earlier in the same solve.
+    const std::size_t sxx = static_cast<std::size_t>(nx) * nx, sxu = static_cast<std::size_t>(nx) * nu;
+    const std::size_t ld = (nu + 3) / 4 * 4 + nx;
+    auto line = [](std::size_t n) { return (n + 7) / 8 * 8; };  // whole cache lines, as the arena's arrays
+    const std::size_t classical = line((N + 1) * sxx) + line(static_cast<std::size_t>(N) * nu * nu) + line(N * sxu) +
+                                  2 * line(sxx) + line(sxu),
+                      square_root = sqrt ? line((N + 1) * ld * ld) + 2 * line(ld * nx) + line(ld) + line(nx) : 0;
+    const std::size_t oM = arena_.reserve(std::max(classical, square_root)),
+                      op = arena_.reserve(static_cast<std::size_t>(N + 1) * nx),
+                      okt = arena_.reserve(static_cast<std::size_t>(N) * nu), opc = arena_.reserve(nx);
+    arena_.allocate();
+    double* m = arena_.at(oM);
+    auto take = [&m, &line](std::size_t n) { return std::exchange(m, m + line(n)); };
+    w_.p = arena_.at(op);
+    w_.kt = arena_.at(okt);
+    w_.P = take((N + 1) * sxx);
+    w_.L = take(static_cast<std::size_t>(N) * nu * nu);
+    w_.Y = take(N * sxu);
+    w_.At = take(sxx);
+    w_.T = take(sxx);
+    w_.W = take(sxu);
+    w_.pc = arena_.at(opc);
+    if (sqrt) {
+      m = arena_.at(oM);
+      w_.F = take((N + 1) * ld * ld);
+      w_.Xt = take(ld * nx);
+      w_.Nm = take(ld * nx);
+      w_.h = take(ld);
+      w_.t = take(nx);
+    }
   }
 
+  // The square-root recursion where the sizes have one; at its first failing pivot (a positive
+  // semidefinite P_k, or a Huu that is not positive definite) the classical one, which needs only
+  // Huu positive definite and reports the failing stage.
   LqStatus solve(const LqData& d, LqSolution& s, LqStats& stats) override {
     stats.linsys = Linsys::Riccati;
+    sqrt_used_ = sqrt_backward_ != nullptr && sqrt_backward_(nx_, nu_, N_, d, w_);
+    if (sqrt_used_) {
+      sqrt_forward_(nx_, nu_, N_, d, w_, s);
+      return solution_finite(s) ? LqStatus::Solved : LqStatus::NonFinite;
+    }
     const int failed = backward_(nx_, nu_, N_, d, w_);
     if (failed >= 0) {
       stats.failed_stage = failed;
@@ -190,8 +539,13 @@ class RiccatiBackend final : public LqBackend {
 
   LqStatus resolve(const LqData& d, LqSolution& s, LqStats& stats) override {
     stats.linsys = Linsys::Riccati;
-    vectors_(nx_, nu_, N_, d, w_);
-    forward_(nx_, nu_, N_, d, w_, s);
+    if (sqrt_used_) {
+      sqrt_vectors_(nx_, nu_, N_, d, w_);
+      sqrt_forward_(nx_, nu_, N_, d, w_, s);
+    } else {
+      vectors_(nx_, nu_, N_, d, w_);
+      forward_(nx_, nu_, N_, d, w_, s);
+    }
     return solution_finite(s) ? LqStatus::Solved : LqStatus::NonFinite;
   }
 
@@ -204,6 +558,10 @@ class RiccatiBackend final : public LqBackend {
   int (*backward_)(int, int, int, const LqData&, const RiccatiWork&) = nullptr;
   void (*forward_)(int, int, int, const LqData&, const RiccatiWork&, LqSolution&) = nullptr;
   void (*vectors_)(int, int, int, const LqData&, const RiccatiWork&) = nullptr;
+  bool (*sqrt_backward_)(int, int, int, const LqData&, const RiccatiWork&) = nullptr;
+  void (*sqrt_forward_)(int, int, int, const LqData&, const RiccatiWork&, LqSolution&) = nullptr;
+  void (*sqrt_vectors_)(int, int, int, const LqData&, const RiccatiWork&) = nullptr;
+  bool sqrt_used_ = false;  // by the last solve
 };
 
 }  // namespace

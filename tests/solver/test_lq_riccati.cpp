@@ -126,5 +126,86 @@ TEST(LqRiccati, RunTimeSizesMatchDenseKkt) {
   }
 }
 
+// ---- The square-root recursion (fixed nx in {20, 24, 28, 32}, nu <= 8) and its fallback
+
+// Every size the square-root path serves, against the dense KKT solve, for positive definite costs
+// (square root throughout) and semidefinite ones (P singular: the classical restart); resolve()
+// afterwards reuses whichever recursion ran.
+TEST(LqRiccati, SquareRootPathMatchesDenseKkt) {
+  Rng rng(5);
+  for (const int nx : {20, 24, 28, 32})
+    for (const int nu : {1, 3, 7, 8})
+      for (const int N : {1, 3, 9})
+        for (const Cost cost : {Cost::PositiveDefinite, Cost::ZeroStateWeights, Cost::TerminalOnly}) {
+          SCOPED_TRACE(testing::Message() << "nx " << nx << " nu " << nu << " N " << N << " cost "
+                                          << static_cast<int>(cost));
+          const LqData d = random_lq(rng, nx, nu, N, cost);
+          const DenseKkt kkt = dense_kkt(d);
+          LqSolver s(nx, nu, N, with(Linsys::Riccati));
+          LqSolution sol = poisoned_solution(nx, nu, N);
+          ASSERT_EQ(s.solve(d, sol), LqStatus::Solved);
+          EXPECT_LT(solution_error(sol, unpack(kkt, dense_solve(kkt))), kSolTol);
+          EXPECT_LT(backward_error(kkt, pack(kkt, sol)), kBackwardTol);
+          LqData e = random_lq(rng, nx, nu, N, cost);
+          e.A = d.A, e.B = d.B, e.Q = d.Q, e.R = d.R, e.S = d.S;
+          const DenseKkt kkt_e = dense_kkt(e);
+          LqSolution again = poisoned_solution(nx, nu, N);
+          ASSERT_EQ(s.resolve(e, again), LqStatus::Solved);
+          EXPECT_LT(solution_error(again, unpack(kkt_e, dense_solve(kkt_e))), kSolTol);
+        }
+}
+
+// A non-convex stage still names its stage (the classical restart reports it), for semidefinite and
+// definite costs; NaN gives NonFinite, and the same solver then solves clean data.
+TEST(LqRiccati, SquareRootPathStatuses) {
+  Rng rng(6);
+  for (const int bad : {0, 5, 9}) {
+    for (const Cost cost : {Cost::TerminalOnly, Cost::PositiveDefinite}) {
+      LqData d = random_lq(rng, 28, 7, 10, cost);
+      put(-50.0 * Mat::Identity(7, 7), d.R_k(bad));
+      LqSolver s(28, 7, 10, with(Linsys::Riccati));
+      LqSolution sol(28, 7, 10);
+      EXPECT_EQ(s.solve(d, sol), LqStatus::NotPositiveDefinite);
+      EXPECT_EQ(s.stats().failed_stage, bad);
+    }
+  }
+  const LqData clean = random_lq(rng, 24, 3, 8);
+  LqSolver s(24, 3, 8, with(Linsys::Riccati));
+  for (int which = 0; which < 4; ++which) {
+    LqData d = clean;
+    (which == 0 ? d.R[4] : which == 1 ? d.c[7] : which == 2 ? d.A[40] : d.x_init[1]) = kNaN;
+    LqSolution sol(24, 3, 8);
+    EXPECT_EQ(s.solve(d, sol), LqStatus::NonFinite) << which;
+  }
+  LqSolution sol(24, 3, 8);
+  ASSERT_EQ(s.solve(clean, sol), LqStatus::Solved);
+  const DenseKkt kkt = dense_kkt(clean);
+  EXPECT_LT(solution_error(sol, unpack(kkt, dense_solve(kkt))), kSolTol);
+}
+
+// One solver alternating between the two recursions (they share a workspace), each followed by a
+// resolve().
+TEST(LqRiccati, SquareRootAndClassicalAlternate) {
+  Rng rng(9);
+  for (const int nx : {20, 28}) {
+    const int nu = 5, N = 9;
+    LqSolver s(nx, nu, N, with(Linsys::Riccati));
+    for (int rep = 0; rep < 6; ++rep) {
+      const Cost cost = rep % 2 == 0 ? Cost::ZeroStateWeights : Cost::PositiveDefinite;
+      const LqData d = random_lq(rng, nx, nu, N, cost);
+      const DenseKkt kkt = dense_kkt(d);
+      LqSolution sol = poisoned_solution(nx, nu, N);
+      ASSERT_EQ(s.solve(d, sol), LqStatus::Solved);
+      EXPECT_LT(solution_error(sol, unpack(kkt, dense_solve(kkt))), kSolTol) << rep;
+      LqData e = random_lq(rng, nx, nu, N, cost);
+      e.A = d.A, e.B = d.B, e.Q = d.Q, e.R = d.R, e.S = d.S;
+      const DenseKkt kkt_e = dense_kkt(e);
+      LqSolution again = poisoned_solution(nx, nu, N);
+      ASSERT_EQ(s.resolve(e, again), LqStatus::Solved);
+      EXPECT_LT(solution_error(again, unpack(kkt_e, dense_solve(kkt_e))), kSolTol) << rep;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace knot::test

@@ -1,0 +1,177 @@
+// --- Register-blocked serial product  C = alpha A op(B) + beta C  (one CPU thread, fixed sizes) ---
+//
+// C: M x N, A: M x K, op(B): K x N with B K x N (Trans::No) or N x K (Trans::Yes). All column-major,
+// X(i,j) = X[i + j*ldx]; C must not alias A or B. No scratch, no group, no barrier: this is the
+// serial kernel for the larger fixed-size products (a few dozen rows), where linalg's gemm, one output
+// column per tile, leaves one FMA chain as long as K per entry.
+//
+// C is cut into tiles of 8 rows x 4 columns kept in registers as 4-lane vectors: step p loads two
+// vectors of column p of A, broadcasts 4 entries of op(B) and issues 8 independent FMAs. Each entry
+// is summed over p in order from zero, then C(i,j) = alpha acc + beta C(i,j); beta == 0 does not read
+// C. The bits need not equal gemm's (the compiler may contract differently).
+//
+// Shape:
+//   Full    every entry of C.
+//   LowerC  only the tiles that hold part of C's lower triangle (M == N): entries i >= j are right,
+//           entries above the diagonal inside those tiles are formed too, the others left untouched.
+//   LowerB  op(B) lower triangular (K >= N): only op(B)(p,j) with p >= j is read (B's lower triangle
+//           for Trans::No, its upper one for Trans::Yes), the rest counts as zero.
+//
+// The vector path needs the host compiler's vector extensions (GCC, Clang); nvcc and other compilers
+// get a plain triple loop with the same contract.
+#pragma once
+
+#include "knot/linalg/dense/types.hpp"
+
+namespace knot::linalg {
+
+enum class TileShape { Full, LowerC, LowerB };
+
+#if !defined(__CUDACC__) && (defined(__GNUC__) || defined(__clang__))
+#define KNOT_GEMM_TILE_SIMD 1
+#else
+#define KNOT_GEMM_TILE_SIMD 0
+#endif
+
+namespace detail {
+
+#if KNOT_GEMM_TILE_SIMD
+// 4 doubles: AVX's width; on narrower targets the compiler splits each operation in two.
+typedef double Tile4 __attribute__((vector_size(32)));
+
+// v = rows r < Lanes of x (contiguous); the other lanes zero. Unaligned loads and stores go through
+// memcpy, which the compiler turns into one vector move. (Vectors pass by reference: by value they
+// would change the calling convention between AVX and non-AVX builds.)
+template <int Lanes>
+inline void tile_load(Tile4& v, const double* x) {
+  if constexpr (Lanes == 4) {
+    __builtin_memcpy(&v, x, sizeof(v));
+  } else {
+    v = Tile4{};
+    KNOT_UNROLL for (int l = 0; l < Lanes; ++l) v[l] = x[l];
+  }
+}
+
+// x = alpha v + beta x on rows r < Lanes (beta == 0: x not read).
+template <int Lanes>
+inline void tile_store(double* x, const Tile4& v, double alpha, double beta) {
+  if constexpr (Lanes == 4) {
+    Tile4 c;
+    if (beta == 0.0) {
+      c = alpha * v;
+    } else {
+      __builtin_memcpy(&c, x, sizeof(c));
+      c = alpha * v + beta * c;
+    }
+    __builtin_memcpy(x, &c, sizeof(c));
+  } else {
+    KNOT_UNROLL for (int l = 0; l < Lanes; ++l) x[l] = beta == 0.0 ? alpha * v[l] : alpha * v[l] + beta * x[l];
+  }
+}
+
+// acc[v][c] (+/-)= sum_{p0 <= p < p1} A(4v.., p) op(B)(p, c): the first Rows rows of A (its vectors
+// 4v..4v+3), columns c < NC of op(B) (op(B)(p,c) = B[p + c*ldb] or B[c + p*ldb]). With TriB only
+// op(B)(p,c) with p >= p0 + c is used for the first NC steps (a lower-triangular op(B) whose
+// diagonal block starts at p0); p1 >= p0 + NC then.
+template <int Rows, int NC, Trans TB, bool Sub = false, bool TriB = false>
+inline void tile_accumulate(Tile4 (&acc)[(Rows + 3) / 4][NC], int p0, int p1, const double* KNOT_RESTRICT A,
+                            int lda, const double* KNOT_RESTRICT B, int ldb) {
+  constexpr int NV = (Rows + 3) / 4, Tail = Rows - 4 * (NV - 1);
+  auto step = [&](int p, int cmax) __attribute__((always_inline)) {
+    Tile4 a[NV];
+    KNOT_UNROLL for (int v = 0; v < NV; ++v) {
+      if (v + 1 < NV) {
+        tile_load<4>(a[v], A + 4 * v + p * lda);
+      } else {
+        tile_load<Tail>(a[v], A + 4 * v + p * lda);
+      }
+#if defined(__AVX__)
+      // Pins the vector in a register: GCC would otherwise fold the load into each of the NC FMAs
+      // that use it, and the loads, not the FMAs, would bound the loop.
+      __asm__("" : "+v"(a[v]));
+#endif
+    }
+    KNOT_UNROLL for (int c = 0; c < NC; ++c) {
+      if (c <= cmax) {
+        const double b = TB == Trans::No ? B[p + c * ldb] : B[c + p * ldb];
+        KNOT_UNROLL for (int v = 0; v < NV; ++v) {
+          if constexpr (Sub) {
+            acc[v][c] -= a[v] * b;
+          } else {
+            acc[v][c] += a[v] * b;
+          }
+        }
+      }
+    }
+  };
+  int p = p0;
+  if constexpr (TriB) {
+    KNOT_UNROLL for (int q = 0; q < NC; ++q) step(p0 + q, q);
+    p = p0 + NC;
+  }
+  for (; p < p1; ++p) step(p, NC);
+}
+
+// One tile: rows i0 .. i0+Rows-1, columns j0 .. j0+NC-1 of C.
+template <int Rows, int NC, Trans TB, TileShape S>
+inline void gemm_tile_block(int i0, int j0, int k, double alpha, const double* A, int lda, const double* B, int ldb,
+                            double beta, double* C, int ldc) {
+  constexpr int NV = (Rows + 3) / 4, Tail = Rows - 4 * (NV - 1);
+  Tile4 acc[NV][NC] = {};
+  const double* b = TB == Trans::No ? B + j0 * ldb : B + j0;  // op(B)(p, j0 + c)
+  if constexpr (S == TileShape::LowerB) {
+    tile_accumulate<Rows, NC, TB, false, true>(acc, j0, k, A + i0, lda, b, ldb);
+  } else {
+    tile_accumulate<Rows, NC, TB>(acc, 0, k, A + i0, lda, b, ldb);
+  }
+  KNOT_UNROLL for (int c = 0; c < NC; ++c) {
+    double* col = C + i0 + (j0 + c) * ldc;
+    KNOT_UNROLL for (int v = 0; v < NV; ++v) {
+      if (v + 1 < NV) {
+        tile_store<4>(col + 4 * v, acc[v][c], alpha, beta);
+      } else {
+        tile_store<Tail>(col + 4 * v, acc[v][c], alpha, beta);
+      }
+    }
+  }
+}
+
+// Columns j0 .. j0+NC-1: 8-row tiles down, then the M % 8 rows left.
+template <int M, int NC, Trans TB, TileShape S>
+inline void gemm_tile_columns(int j0, int k, double alpha, const double* A, int lda, const double* B, int ldb,
+                              double beta, double* C, int ldc) {
+  constexpr int MR = 8, Full = M / MR * MR;
+  int i0 = S == TileShape::LowerC ? j0 / MR * MR : 0;
+  for (; i0 < Full; i0 += MR) gemm_tile_block<MR, NC, TB, S>(i0, j0, k, alpha, A, lda, B, ldb, beta, C, ldc);
+  if constexpr (M % MR != 0) gemm_tile_block<M % MR, NC, TB, S>(Full, j0, k, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+#endif
+
+}  // namespace detail
+
+template <Trans TB, int M, int N, int K, TileShape S = TileShape::Full>
+inline void gemm_tile(double alpha, const double* A, int lda, const double* B, int ldb, double beta, double* C,
+                      int ldc) {
+  static_assert(M >= 1 && N >= 1 && K >= 0, "gemm_tile: fixed sizes only");
+  static_assert(S != TileShape::LowerC || M == N, "gemm_tile: LowerC needs a square C");
+  static_assert(S != TileShape::LowerB || K >= N, "gemm_tile: LowerB needs K >= N");
+#if KNOT_GEMM_TILE_SIMD
+  constexpr int NR = 4, Full = N / NR * NR;
+  for (int j0 = 0; j0 < Full; j0 += NR)
+    detail::gemm_tile_columns<M, NR, TB, S>(j0, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  if constexpr (N % NR != 0)
+    detail::gemm_tile_columns<M, N % NR, TB, S>(Full, K, alpha, A, lda, B, ldb, beta, C, ldc);
+#else
+  for (int j = 0; j < N; ++j) {
+    const int i0 = S == TileShape::LowerC ? j / 8 * 8 : 0;
+    for (int i = i0; i < M; ++i) {
+      double acc = 0.0;
+      for (int p = S == TileShape::LowerB ? j : 0; p < K; ++p)
+        acc += A[i + p * lda] * (TB == Trans::No ? B[p + j * ldb] : B[j + p * ldb]);
+      C[i + j * ldc] = beta == 0.0 ? alpha * acc : alpha * acc + beta * C[i + j * ldc];
+    }
+  }
+#endif
+}
+
+}  // namespace knot::linalg

@@ -1,0 +1,157 @@
+// gemm_tile against a naive triple loop: square sizes 1..40 and rectangular shapes, both op(B), the
+// three shapes (Full, LowerC, LowerB), several alpha/beta. Operand padding and the parts a shape must
+// not read are NaN; C is NaN where beta == 0; entries a shape must not write are checked untouched.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "knot/linalg/dense/gemm_tile.hpp"
+#include "test_util.hpp"
+
+using namespace knot::linalg;
+using namespace knot::test;
+
+namespace {
+
+constexpr double kEps = std::numeric_limits<double>::epsilon();
+constexpr double kPad = -7.25;
+const double kAlphaBeta[][2] = {{1.0, 0.0}, {-1.0, 1.0}, {0.7, -0.3}};
+
+struct Case {
+  int m, n, k, lda, ldb, ldc;
+  Trans tb;
+  TileShape shape;
+  double alpha, beta;
+  std::vector<double> A, B, C0;  // C0: C on entry
+};
+
+Case make_case(Rng& rng, int m, int n, int k, Trans tb, TileShape shape, double alpha, double beta) {
+  Case c{m, n, k, m + 3, (tb == Trans::No ? k : n) + 2, m + 1, tb, shape, alpha, beta, {}, {}, {}};
+  c.A.assign(static_cast<std::size_t>(c.lda) * k, kNaN);
+  for (int p = 0; p < k; ++p)
+    for (int i = 0; i < m; ++i) c.A[i + p * c.lda] = rng.uniform();
+  const int brows = tb == Trans::No ? k : n, bcols = tb == Trans::No ? n : k;
+  c.B.assign(static_cast<std::size_t>(c.ldb) * bcols, kNaN);
+  for (int j = 0; j < bcols; ++j)
+    for (int i = 0; i < brows; ++i) {
+      const int p = tb == Trans::No ? i : j, col = tb == Trans::No ? j : i;  // op(B)(p, col)
+      if (shape != TileShape::LowerB || p >= col) c.B[i + j * c.ldb] = rng.uniform();
+    }
+  c.C0.assign(static_cast<std::size_t>(c.ldc) * n, kPad);
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < m; ++i) c.C0[i + j * c.ldc] = beta == 0.0 ? kNaN : rng.uniform();
+  return c;
+}
+
+double op_b(const Case& c, int p, int j) {
+  if (c.shape == TileShape::LowerB && p < j) return 0.0;
+  return c.tb == Trans::No ? c.B[p + j * c.ldb] : c.B[j + p * c.ldb];
+}
+
+// Largest error of `got` relative to the rounding bound (K + 2) eps (|alpha| |A| |op(B)| + |beta C|),
+// entry by entry, against the triple loop; NaN (fails every `<`) for a wrong untouched entry.
+double error_ratio(const Case& c, const std::vector<double>& got) {
+  double worst = 0.0;
+  for (int j = 0; j < c.n; ++j) {
+    for (int i = 0; i < c.ldc; ++i) {
+      const std::size_t e = i + static_cast<std::size_t>(j) * c.ldc;
+      if (i >= c.m) {  // padding: never written
+        if (!bitwise_equal({got[e]}, {c.C0[e]})) return kNaN;
+        continue;
+      }
+      double acc = 0.0, mag = 0.0;
+      for (int p = 0; p < c.k; ++p) {
+        acc += c.A[i + p * c.lda] * op_b(c, p, j);
+        mag += std::abs(c.A[i + p * c.lda] * op_b(c, p, j));
+      }
+      const double c0 = c.beta == 0.0 ? 0.0 : c.C0[e];
+      const double want = c.alpha * acc + c.beta * c0;
+      const double bound = (c.k + 2) * kEps * (std::abs(c.alpha) * mag + std::abs(c.beta * c0)) + 1e-300;
+      const bool covered = c.shape != TileShape::LowerC || i >= j / 8 * 8;
+      if (!covered) {
+        if (!bitwise_equal({got[e]}, {c.C0[e]})) return kNaN;
+        continue;
+      }
+      if (!std::isfinite(got[e])) return kNaN;
+      worst = std::max(worst, std::abs(got[e] - want) / bound);
+    }
+  }
+  return worst;
+}
+
+template <Trans TB, TileShape S, int M, int N, int K>
+void check(Rng& rng) {
+  for (const auto& ab : kAlphaBeta) {
+    Case c = make_case(rng, M, N, K, TB, S, ab[0], ab[1]);
+    std::vector<double> C = c.C0;
+    gemm_tile<TB, M, N, K, S>(c.alpha, c.A.data(), c.lda, c.B.data(), c.ldb, c.beta, C.data(), c.ldc);
+    EXPECT_LT(error_ratio(c, C), 1.0) << "m=" << M << " n=" << N << " k=" << K << " tb=" << static_cast<int>(TB)
+                                      << " shape=" << static_cast<int>(S) << " alpha=" << c.alpha
+                                      << " beta=" << c.beta;
+  }
+}
+
+template <Trans TB, TileShape S, int... Ns>
+void check_square(Rng& rng, std::integer_sequence<int, Ns...>) {
+  (check<TB, S, Ns + 1, Ns + 1, Ns + 1>(rng), ...);
+}
+
+template <Trans TB, TileShape S>
+void check_all_square() {
+  Rng rng(100 + 10 * static_cast<int>(TB) + static_cast<int>(S));
+  check_square<TB, S>(rng, std::make_integer_sequence<int, 40>{});
+}
+
+TEST(GemmTile, FullSquare1To40) {
+  check_all_square<Trans::No, TileShape::Full>();
+  check_all_square<Trans::Yes, TileShape::Full>();
+}
+
+TEST(GemmTile, LowerCSquare1To40) {
+  check_all_square<Trans::No, TileShape::LowerC>();
+  check_all_square<Trans::Yes, TileShape::LowerC>();
+}
+
+TEST(GemmTile, LowerBSquare1To40) {
+  check_all_square<Trans::No, TileShape::LowerB>();
+  check_all_square<Trans::Yes, TileShape::LowerB>();
+}
+
+TEST(GemmTile, Rectangular) {
+  Rng rng(7);
+  check<Trans::No, TileShape::Full, 36, 28, 28>(rng);
+  check<Trans::No, TileShape::LowerB, 36, 28, 28>(rng);
+  check<Trans::No, TileShape::LowerB, 35, 28, 28>(rng);
+  check<Trans::Yes, TileShape::LowerB, 9, 5, 13>(rng);
+  check<Trans::No, TileShape::Full, 7, 5, 3>(rng);
+  check<Trans::Yes, TileShape::Full, 3, 7, 9>(rng);
+  check<Trans::No, TileShape::Full, 40, 1, 13>(rng);
+  check<Trans::Yes, TileShape::Full, 1, 40, 2>(rng);
+  check<Trans::No, TileShape::Full, 28, 7, 28>(rng);
+  check<Trans::Yes, TileShape::Full, 17, 9, 1>(rng);
+  check<Trans::No, TileShape::Full, 12, 4, 0>(rng);  // k = 0: C = beta C
+}
+
+// The check rejects a product off by far less than the operands' size, an untouched entry and an
+// op(B) read the wrong way round.
+TEST(GemmTile, CheckCatchesWrongResults) {
+  Rng rng(8);
+  Case c = make_case(rng, 13, 13, 11, Trans::No, TileShape::Full, 1.0, 1.0);
+  std::vector<double> C = c.C0;
+  gemm_tile<Trans::No, 13, 13, 11>(1.0, c.A.data(), c.lda, c.B.data(), c.ldb, 1.0, C.data(), c.ldc);
+  ASSERT_LT(error_ratio(c, C), 1.0);
+  std::vector<double> bad = C;
+  bad[5 + 7 * c.ldc] *= 1.0 + 1e-12;
+  EXPECT_FALSE(error_ratio(c, bad) < 1.0);
+  bad = C;
+  bad[12 + 12 * c.ldc] = c.C0[12 + 12 * c.ldc];
+  EXPECT_FALSE(error_ratio(c, bad) < 1.0);
+  std::vector<double> wrong = c.C0;
+  gemm_tile<Trans::Yes, 13, 13, 11>(1.0, c.A.data(), c.lda, c.B.data(), c.ldb, 1.0, wrong.data(), c.ldc);
+  EXPECT_FALSE(error_ratio(c, wrong) < 1.0);
+}
+
+}  // namespace
