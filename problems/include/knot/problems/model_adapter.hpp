@@ -21,12 +21,15 @@
 // are non-owning pointers, so the struct stays trivially copyable; the adapter keeps their storage
 // alive (`storage`).
 //
-// Jacobians: when M has jacobian(), the adapter calls it (analytic). Otherwise it runs nx + nu
-// forward-mode sweeps, sweep j seeding dx_j = 1 (j < nx) or du_{j-nx} = 1, each giving column j of
-// [fx | fu] (nx x nx and nx x nu, column-major). The dual copies of x, u, f live in the ModelData,
-// so no call allocates.
+// Jacobians: when M has jacobian(), the adapter calls it (analytic). Otherwise forward-mode sweeps
+// give the columns of [fx | fu] (nx x nx and nx x nu, column-major), one column per seeded direction
+// (dx_j = 1 for j < nx, du_{j-nx} = 1 after), W directions per sweep with Dual<double,
+// Tangent<double, W>>: ceil((nx + nu) / W) evaluations of the model instead of nx + nu, each
+// column bit for bit what a one-direction sweep gives. The dual copies of x, u, f live in the
+// ModelData, so no call allocates.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <memory>
 #include <optional>
@@ -45,6 +48,10 @@ template <class M>
 concept AnalyticJacobian = requires(const M& m, const double* x, const double* u, double* f, double* fx, double* fu) {
   m.jacobian(x, u, f, fx, fu);
 };
+
+// A dual number carrying W directions.
+template <int W>
+using DualW = Dual<double, Tangent<double, W>>;
 
 template <class M>
 class ModelAdapter final : public Model {
@@ -76,9 +83,11 @@ class ModelAdapter final : public Model {
 
   std::unique_ptr<ModelData> make_data() const override {
     auto d = std::make_unique<Data>();
-    d->x.assign(model_.nx(), Dual<double>{});
-    d->u.assign(model_.nu(), Dual<double>{});
-    d->f.assign(model_.nx(), Dual<double>{});
+    const int n = model_.nx(), m = model_.nu();
+    if (n + m <= kNarrow)
+      d->narrow.resize(n, m);
+    else
+      d->wide.resize(n, m);
     return d;
   }
 
@@ -97,31 +106,72 @@ class ModelAdapter final : public Model {
   // The Jacobian by dual sweeps even when M has an analytic one (tests compare the two).
   void dual_jacobian(ModelData& data, const double* x, const double* u, double* f, double* fx, double* fu) const {
     Data& d = cast(data);
+    if (model_.nx() + model_.nu() <= kNarrow)
+      dual_sweeps<kNarrow>(x, u, f, fx, fu, d.narrow.x.data(), d.narrow.u.data(), d.narrow.f.data());
+    else
+      dual_sweeps<kWide>(x, u, f, fx, fu, d.wide.x.data(), d.wide.u.data(), d.wide.f.data());
+  }
+
+  // Sweeps of W directions each: sweep s seeds direction j = s W + k (dx_j = 1 for j < nx, else
+  // du_{j-nx} = 1) in tangent component k, and component k of f's tangent is column j of [fx | fu].
+  // Every column is bit for bit the one a single-direction Dual<double> sweep gives (dual.hpp), for
+  // any W. xd, ud, fd: nx, nu and nx duals of scratch.
+  template <int W>
+  void dual_sweeps(const double* x, const double* u, double* f, double* fx, double* fu, DualW<W>* xd, DualW<W>* ud,
+                   DualW<W>* fd) const {
     const int n = model_.nx(), m = model_.nu();
-    for (int i = 0; i < n; ++i) d.x[i] = {x[i], 0.0};
-    for (int i = 0; i < m; ++i) d.u[i] = {u[i], 0.0};
     if (n + m == 0) return model_.template dynamics<double>(x, u, f);
-    for (int j = 0; j < n + m; ++j) {
-      Dual<double>& seed = j < n ? d.x[j] : d.u[j - n];
-      seed.d = 1.0;
-      model_.template dynamics<Dual<double>>(d.x.data(), d.u.data(), d.f.data());
-      seed.d = 0.0;
-      double* col = j < n ? fx + std::size_t(j) * n : fu + std::size_t(j - n) * n;
-      for (int i = 0; i < n; ++i) col[i] = d.f[i].d;
+    for (int i = 0; i < n; ++i) xd[i] = DualW<W>(x[i]);
+    for (int i = 0; i < m; ++i) ud[i] = DualW<W>(u[i]);
+    for (int j0 = 0; j0 < n + m; j0 += W) {
+      const int w = std::min(W, n + m - j0);
+      for (int k = 0; k < w; ++k) input(xd, ud, n, j0 + k).d[k] = 1.0;
+      model_.template dynamics<DualW<W>>(xd, ud, fd);
+      for (int k = 0; k < w; ++k) {
+        const int j = j0 + k;
+        input(xd, ud, n, j).d[k] = 0.0;
+        double* col = j < n ? fx + std::size_t(j) * n : fu + std::size_t(j - n) * n;
+        for (int i = 0; i < n; ++i) col[i] = fd[i].d[k];
+      }
     }
-    for (int i = 0; i < n; ++i) f[i] = d.f[i].v;
+    for (int i = 0; i < n; ++i) f[i] = fd[i].v;
   }
 
  private:
-  struct Data final : ModelData {
-    std::vector<Dual<double>> x, u, f;
+  // Directions per sweep. Wider sweeps compute the values (sin, cos, divisions) once for more
+  // columns, but past 8 the tangents no longer stay in registers and each operation costs more
+  // than it saves (measured on pendulum through chain_of_masses, nx + nu = 3..24); 4 suits the
+  // smallest models, where 8 would leave most lanes idle.
+  static constexpr int kNarrow = 4, kWide = 8;
+
+  template <int W>
+  struct Work {
+    std::vector<DualW<W>> x, u, f;
+    void resize(int n, int m) {
+      x.assign(n, DualW<W>{});
+      u.assign(m, DualW<W>{});
+      f.assign(n, DualW<W>{});
+    }
   };
+  // Only the width this model uses is allocated.
+  struct Data final : ModelData {
+    Work<kNarrow> narrow;
+    Work<kWide> wide;
+  };
+
+  template <int W>
+  static DualW<W>& input(DualW<W>* xd, DualW<W>* ud, int n, int j) {
+    return j < n ? xd[j] : ud[j - n];
+  }
 
   // A data object from another model would be read out of bounds: refuse it in every build.
   Data& cast(ModelData& data) const {
     auto* d = dynamic_cast<Data*>(&data);
-    if (d == nullptr || d->x.size() != std::size_t(model_.nx()) || d->u.size() != std::size_t(model_.nu()))
-      throw std::logic_error("ModelAdapter: ModelData was not made by this model's make_data()");
+    const std::size_t n = model_.nx(), m = model_.nu();
+    const bool sized =
+        d != nullptr && (n + m <= std::size_t(kNarrow) ? d->narrow.x.size() == n && d->narrow.u.size() == m
+                                                       : d->wide.x.size() == n && d->wide.u.size() == m);
+    if (!sized) throw std::logic_error("ModelAdapter: ModelData was not made by this model's make_data()");
     return *d;
   }
 
