@@ -189,7 +189,7 @@ void BM_KnotLdlt(benchmark::State& st) {
   for (auto _ : st) {
     for (int s = 0; s < kBatch; ++s) {
       alignas(64) double a[N * N];
-      double y[N], scratch[ldlt_scratch_size(N)];
+      alignas(64) double y[N], scratch[ldlt_scratch_size(N)];
       int piv[N];
       std::memcpy(a, d.A.data() + static_cast<std::size_t>(s) * N * N, sizeof a);
       zero |= ldlt_factor<N>(g, N, a, N, piv, scratch).nzero;

@@ -118,6 +118,10 @@ KNOT_HD constexpr bool ldlt_is_2x2(int p) { return p < 0; }
 // The row interchanged at the step that wrote p (q = k for 1x1, k+1 for 2x2).
 KNOT_HD constexpr int ldlt_interchange(int p) { return p < 0 ? -p - 1 : p; }
 
+// Scratch entries ldlt_factor needs. On the CPU give it a 64-byte-aligned block: the serial path
+// stores a pivot column into it with vector stores and reads it back one entry at a time, and when
+// those stores straddle cache lines the reads wait for them (store forwarding fails), which cost
+// 10-15% at n = 32 in knot_bench_factor (docs/BENCHMARKS.md).
 KNOT_HD constexpr int ldlt_scratch_size(int n) { return n > 0 ? 3 * n : 1; }
 KNOT_HD constexpr int ldlt_band_scratch_size(int n, int ldab) { return (n > 0 ? n : 0) + 2 * (ldab > 1 ? ldab : 1); }
 KNOT_HD constexpr int ldlt_refine_scratch_size(int n) { return n > 0 ? n : 1; }
