@@ -3,8 +3,6 @@
 // against central differences, gravity compensation, frames and their Jacobians, parameter errors.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <Eigen/Dense>
 #include <cmath>
 #include <filesystem>
@@ -18,9 +16,13 @@
 #include "knot/problems/error.hpp"
 #include "knot/problems/models/manipulator.hpp"
 #include "knot/problems/robot/dynamics.hpp"
+#include "scratch_dir.hpp"
 #include "test_util.hpp"
 
 namespace {
+
+using knot::test::scratch_dir;
+using knot::test::write_scratch_file;
 
 using knot::problems::Manipulator;
 using knot::problems::Model;
@@ -215,30 +217,6 @@ TEST(Manipulator, FrameJacobianMatchesFiniteDifferences) {
 
 // --- URDF files written for the error and fixed-frame tests -------------------------------------
 
-std::filesystem::path temp_dir() {
-  static const std::filesystem::path dir = [] {
-    auto d = std::filesystem::temp_directory_path() / ("knot_test_manipulator_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
-
-// Removes the scratch directory when the run ends.
-class RemoveTempDir final : public ::testing::Environment {
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(temp_dir(), ec);
-  }
-};
-[[maybe_unused]] ::testing::Environment* const kRemoveTempDir = ::testing::AddGlobalTestEnvironment(new RemoveTempDir);
-
-std::string write_file(const std::string& name, const std::string& text) {
-  const auto path = temp_dir() / name;
-  std::ofstream(path) << text;
-  return path.string();
-}
-
 // The iiwa with a tool frame: iiwa_link_ee fixed 0.1 m along link 7's z, rotated, with a mass.
 std::string iiwa_with_tool() {
   std::ifstream in(kIiwa);
@@ -270,7 +248,7 @@ std::string error_of(const std::function<void()>& f, std::string* key) {
 
 TEST(Manipulator, FixedToolFrameIsAnOffsetOnTheLastBody) {
   ParamMap params("model.params");
-  params.set("urdf", write_file("iiwa_tool.urdf", iiwa_with_tool()));
+  params.set("urdf", write_scratch_file("iiwa_tool.urdf", iiwa_with_tool()));
   const auto tool = knot::problems::make_manipulator(params);
   const auto plain = iiwa();
   EXPECT_EQ(tool->nx(), 14);  // the fixed joint adds no state
@@ -305,7 +283,7 @@ TEST(Manipulator, ParameterErrors) {
   std::string key;
   // Missing file.
   ParamMap missing("model.params");
-  missing.set("urdf", (temp_dir() / "nope.urdf").string());
+  missing.set("urdf", (scratch_dir() / "nope.urdf").string());
   std::string msg = error_of([&] { knot::problems::make_manipulator(missing); }, &key);
   EXPECT_EQ(key, "model.params.urdf");
   EXPECT_NE(msg.find("nope.urdf"), std::string::npos) << msg;
@@ -316,7 +294,7 @@ TEST(Manipulator, ParameterErrors) {
 
   // Malformed XML.
   ParamMap malformed("model.params");
-  const std::string bad = write_file("malformed.urdf", "<robot name=\"r\"><link name=\"a\">");
+  const std::string bad = write_scratch_file("malformed.urdf", "<robot name=\"r\"><link name=\"a\">");
   malformed.set("urdf", bad);
   msg = error_of([&] { knot::problems::make_manipulator(malformed); }, &key);
   EXPECT_EQ(key, "model.params.urdf");
@@ -327,7 +305,7 @@ TEST(Manipulator, ParameterErrors) {
   std::string text = iiwa_with_tool();
   text.replace(text.find("name=\"iiwa_joint_ee\" type=\"fixed\""), 33, "name=\"iiwa_joint_ee\" type=\"floating\"");
   ParamMap floating("model.params");
-  const std::string floating_path = write_file("floating.urdf", text);
+  const std::string floating_path = write_scratch_file("floating.urdf", text);
   floating.set("urdf", floating_path);
   msg = error_of([&] { knot::problems::make_manipulator(floating); }, &key);
   EXPECT_EQ(key, "model.params.urdf");

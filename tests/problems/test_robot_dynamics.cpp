@@ -3,8 +3,6 @@
 // differences for every derivative, and the MPCGPU iiwa14 trajectory (tests/data/README.md).
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <Eigen/Dense>
 #include <algorithm>
 #include <array>
@@ -20,9 +18,13 @@
 #include "knot/problems/error.hpp"
 #include "knot/problems/robot/dynamics.hpp"
 #include "knot/problems/robot/urdf.hpp"
+#include "scratch_dir.hpp"
 #include "test_util.hpp"
 
 namespace {
+
+using knot::test::scratch_dir;
+using knot::test::write_scratch_file;
 
 using knot::test::Mat;
 using knot::test::rel_err;
@@ -138,31 +140,6 @@ std::string urdf_text(const Chain& c) {
   return s.str();
 }
 
-// A scratch directory for this test binary's files.
-std::filesystem::path temp_dir() {
-  static const std::filesystem::path dir = [] {
-    auto d = std::filesystem::temp_directory_path() / ("knot_test_robot_dynamics_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
-
-// Removes the scratch directory when the run ends.
-class RemoveTempDir final : public ::testing::Environment {
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(temp_dir(), ec);
-  }
-};
-[[maybe_unused]] ::testing::Environment* const kRemoveTempDir = ::testing::AddGlobalTestEnvironment(new RemoveTempDir);
-
-std::string write_file(const std::string& name, const std::string& text) {
-  const auto path = temp_dir() / name;
-  std::ofstream(path) << text;
-  return path.string();
-}
-
 // ---------------------------------------------------------------------------------------------
 // Independent reference: Kane's equations. Each URDF link is its own rigid body; with v_x = Jv qd the
 // velocity of its COM and w = Jw qd its angular velocity,
@@ -270,7 +247,7 @@ Case random_setup(unsigned seed) {
   const int fixed_after = (static_cast<int>(seed) + 1) % (n - 1);
   Case s;
   s.chain = random_chain(rng, n, prismatic_at, fixed_after);
-  const std::string path = write_file("random_" + std::to_string(seed) + ".urdf", urdf_text(s.chain));
+  const std::string path = write_scratch_file("random_" + std::to_string(seed) + ".urdf", urdf_text(s.chain));
   s.model = robot::load_urdf(path, "tool");
   return s;
 }
@@ -676,35 +653,35 @@ std::string two_links(const std::string& type) {
 
 TEST(RobotUrdf, ErrorsNameTheFileAndTheProblem) {
   std::string key;
-  const std::string missing = (temp_dir() / "missing.urdf").string();
+  const std::string missing = (scratch_dir() / "missing.urdf").string();
   std::string msg = error_of([&] { robot::load_urdf(missing); }, &key);
   EXPECT_EQ(key, "model.params.urdf");
   EXPECT_NE(msg.find(missing), std::string::npos) << msg;
   EXPECT_NE(msg.find("no such file"), std::string::npos) << msg;
 
-  const std::string bad_xml = write_file("bad.urdf", "<robot name=\"r\"><link name=\"a\"></robot>");
+  const std::string bad_xml = write_scratch_file("bad.urdf", "<robot name=\"r\"><link name=\"a\"></robot>");
   msg = error_of([&] { robot::load_urdf(bad_xml); }, &key);
   EXPECT_EQ(key, "model.params.urdf");
   EXPECT_NE(msg.find(bad_xml), std::string::npos) << msg;
   EXPECT_NE(msg.find("a valid URDF file"), std::string::npos) << msg;
 
-  const std::string floating = write_file("floating.urdf", two_links("floating"));
+  const std::string floating = write_scratch_file("floating.urdf", two_links("floating"));
   msg = error_of([&] { robot::load_urdf(floating); }, &key);
   EXPECT_EQ(key, "model.params.urdf");
   EXPECT_NE(msg.find("floating joint 'j'"), std::string::npos) << msg;
   EXPECT_NE(msg.find(floating), std::string::npos) << msg;
 
-  const std::string planar = write_file("planar.urdf", two_links("planar"));
+  const std::string planar = write_scratch_file("planar.urdf", two_links("planar"));
   msg = error_of([&] { robot::load_urdf(planar, {}, "ctx"); }, &key);
   EXPECT_EQ(key, "ctx.urdf");
   EXPECT_NE(msg.find("planar joint 'j'"), std::string::npos) << msg;
 
-  const std::string only_fixed = write_file("fixed.urdf", two_links("fixed"));
+  const std::string only_fixed = write_scratch_file("fixed.urdf", two_links("fixed"));
   msg = error_of([&] { robot::load_urdf(only_fixed); }, &key);
   EXPECT_NE(msg.find("at least one revolute"), std::string::npos) << msg;
 
   // A branching tree needs ee_frame; an unknown ee_frame lists the links.
-  const std::string branching = write_file("random_3.urdf", urdf_text(random_setup(3).chain));
+  const std::string branching = write_scratch_file("random_3.urdf", urdf_text(random_setup(3).chain));
   msg = error_of([&] { robot::load_urdf(branching); }, &key);
   EXPECT_EQ(key, "model.params.ee_frame");
   EXPECT_NE(msg.find("2 leaf links (sensor, tool)"), std::string::npos) << msg;
@@ -715,11 +692,11 @@ TEST(RobotUrdf, ErrorsNameTheFileAndTheProblem) {
   // A moving joint that moves nothing.
   std::string massless = two_links("revolute");
   massless.replace(massless.find("<inertial>"), massless.find("</inertial>") + 11 - massless.find("<inertial>"), "");
-  msg = error_of([&] { robot::load_urdf(write_file("massless.urdf", massless)); }, &key);
+  msg = error_of([&] { robot::load_urdf(write_scratch_file("massless.urdf", massless)); }, &key);
   EXPECT_NE(msg.find("singular one at joint 'j'"), std::string::npos) << msg;
 
   // The well-formed twin loads (the errors above come from what was changed).
-  const robot::RobotModel ok = robot::load_urdf(write_file("ok.urdf", two_links("revolute")));
+  const robot::RobotModel ok = robot::load_urdf(write_scratch_file("ok.urdf", two_links("revolute")));
   EXPECT_EQ(ok.data.n, 1);
   EXPECT_EQ(ok.joint_names.front(), "j");
 }
