@@ -25,6 +25,7 @@
 #include "knot/problems/models/linear.hpp"
 #include "knot/solver/ipopt.hpp"
 #include "knot/solver/solver.hpp"
+#include "lq_problem.hpp"
 
 namespace {
 
@@ -67,25 +68,29 @@ struct PhaseSum {
 
 // ---- Knot against IPOPT on the acceptance configs
 
-// The solver is built once; each timed solve first resets it to the default guess, so every solve
-// is a cold start (multipliers, slacks and barrier parameter re-initialized) from IPOPT's point.
-void BM_Sqp(benchmark::State& state, const char* config) {
-  const problems::Problem p = load_config(config);
-  Solver s(p);
+// The timed loop of a cold-started solve: reset to the default guess, solve; false (and the entry
+// marked as an error) unless the last solve ended Solved.
+bool timed_cold_solves(benchmark::State& state, const problems::Problem& p, Solver& s, PhaseSum& phases) {
   std::vector<double> x, u;
   solver::default_initial_guess(p, x, u);
   Status status = Status::NotRun;
-  PhaseSum phases;
   for (auto _ : state) {
     s.set_initial_guess(x, u);
     status = s.solve();
     phases.add(s.stats().time);
     benchmark::DoNotOptimize(s.solution().x.data());
   }
-  if (status != Status::Solved) {
-    state.SkipWithError(s.solution().message().data());
-    return;
-  }
+  if (status != Status::Solved) state.SkipWithError(s.solution().message().data());
+  return status == Status::Solved;
+}
+
+// The solver is built once; each timed solve first resets it to the default guess, so every solve
+// is a cold start (multipliers, slacks and barrier parameter re-initialized) from IPOPT's point.
+void BM_Sqp(benchmark::State& state, const char* config) {
+  const problems::Problem p = load_config(config);
+  Solver s(p);
+  PhaseSum phases;
+  if (!timed_cold_solves(state, p, s, phases)) return;
   state.counters["iterations"] = s.solution().iterations;
   state.counters["cost"] = s.solution().cost;
   phases.report(state);
@@ -180,19 +185,7 @@ BENCHMARK_CAPTURE(BM_Iiwa14Step, gravity_limits, "iiwa14_gravity_limits")->Apply
 
 // ---- Box-constrained LQ problems: memory and solve time
 
-// Column-major n x n SPD matrix M M' + shift I, M uniform in [-1, 1].
-std::vector<double> spd(std::mt19937_64& gen, int n, double shift) {
-  std::uniform_real_distribution<double> uni(-1.0, 1.0);
-  std::vector<double> m(static_cast<std::size_t>(n) * n), a(m.size());
-  for (double& v : m) v = uni(gen);
-  for (int j = 0; j < n; ++j)
-    for (int i = 0; i < n; ++i) {
-      double s = i == j ? shift : 0.0;
-      for (int k = 0; k < n; ++k) s += m[i + k * n] * m[j + k * n];
-      a[i + j * n] = s;
-    }
-  return a;
-}
+using bench::spd;
 
 // x+ = A x + B u with A = I/2 + uniform / (2 sqrt(nx)) (stable), B uniform in [-1, 1];
 // 1/2 x'Qx at every knot and 1/2 u'Ru at running knots, Q and R random SPD; |u_i| <= 0.5; x0 uniform
@@ -246,20 +239,8 @@ void BM_BoxLq(benchmark::State& state) {
             N = static_cast<int>(state.range(2));
   const problems::Problem p = box_lq(nx, nu, N);
   Solver s(p);
-  std::vector<double> x, u;
-  solver::default_initial_guess(p, x, u);
-  Status status = Status::NotRun;
   PhaseSum phases;
-  for (auto _ : state) {
-    s.set_initial_guess(x, u);
-    status = s.solve();
-    phases.add(s.stats().time);
-    benchmark::DoNotOptimize(s.solution().u.data());
-  }
-  if (status != Status::Solved) {
-    state.SkipWithError(s.solution().message().data());
-    return;
-  }
+  if (!timed_cold_solves(state, p, s, phases)) return;
   int at_bound = 0;
   for (double v : s.solution().u) at_bound += std::abs(std::abs(v) - 0.5) < 1e-6;
   const double bytes = static_cast<double>(s.bytes_allocated());
