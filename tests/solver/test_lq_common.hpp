@@ -120,7 +120,9 @@ inline Vec dense_solve(const DenseKkt& s) {
   return s.K.partialPivLu().solve(s.rhs);
 }
 
-inline Vec pack(const DenseKkt& s, const LqSolution& sol) {
+// Any solution type with x_k, u_k and lambda_k (LqSolution, LqIpmSolution).
+template <class Solution>
+Vec pack(const DenseKkt& s, const Solution& sol) {
   Vec w(s.size());
   for (int k = 0; k <= s.N; ++k) {
     w.segment(s.ix(k), s.nx) = get(sol.x_k(k), s.nx, 1);

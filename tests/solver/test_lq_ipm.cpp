@@ -82,21 +82,11 @@ std::vector<Bounded> bounded_entries(const DenseKkt& s, const LqBounds& b, const
   return out;
 }
 
-Vec pack_ipm(const DenseKkt& s, const LqIpmSolution& sol) {
-  Vec w(s.size());
-  for (int k = 0; k <= s.N; ++k) {
-    w.segment(s.ix(k), s.nx) = get(sol.x_k(k), s.nx, 1);
-    w.segment(s.il(k), s.nx) = get(sol.lambda_k(k), s.nx, 1);
-  }
-  for (int k = 0; k < s.N; ++k) w.segment(s.iu(k), s.nu) = get(sol.u_k(k), s.nu, 1);
-  return w;
-}
-
 // The KKT conditions of the box-constrained QP from the dense matrices: the rows of K w - rhs for the
 // primal unknowns are the gradient of lq.hpp's Lagrangian, to which the bounds add -zl + zu.
 Kkt kkt_check(const LqData& d, const LqBounds& b, const LqIpmSolution& sol) {
   const DenseKkt s = dense_kkt(d);
-  const Vec w = pack_ipm(s, sol);
+  const Vec w = pack(s, sol);
   Vec res = s.K * w - s.rhs;
   Kkt out;
   out.violation = 0.0;
@@ -358,7 +348,7 @@ TEST(LqIpm, MatchesActiveSetEnumerationOnTinyProblems) {
     const LqIpmSolution sol = solve_ipm(d, b, &st, o);
     ASSERT_EQ(st, LqIpmStatus::Solved);
     const DenseKkt s = dense_kkt(d);
-    const Vec w = pack_ipm(s, sol);
+    const Vec w = pack(s, sol);
     EXPECT_LT(std::abs(objective(s, w) - ref.objective), 1e-9 * std::max(1.0, std::abs(ref.objective)));
     EXPECT_LT(rel_err(w.head(s.nz()), ref.w.head(s.nz())), 1e-7);
     EXPECT_TRUE(kkt_check(d, b, sol).ok(true));
