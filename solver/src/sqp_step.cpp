@@ -90,11 +90,13 @@ bool Solver::Impl::solve_lq(IterationStats& it) {
   for (;;) {
     if (rate) expand_rate();
     const LqStatus st = rate ? lq_solver.solve(lq_aug, step_aug) : lq_solver.solve(lq, step);
-    if (rate && st != LqStatus::NonFinite) contract_rate();
     ++stats.lq_solves;
     it.lq_iterations += lq_solver.stats().pcg_iterations_total;
     it.lq_status = st;
-    if (st == LqStatus::Solved || st == LqStatus::MaxIterations) break;  // PCG's inexact step is still usable
+    if (st == LqStatus::Solved || st == LqStatus::MaxIterations) {  // PCG's inexact step is still usable
+      if (rate) contract_rate();
+      break;
+    }
     if (st == LqStatus::NonFinite) {
       set_status(Status::NumericalError, "non-finite LQ step at iteration %d", stats.rows - 1);
       return false;

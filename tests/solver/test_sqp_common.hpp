@@ -31,6 +31,21 @@ inline std::vector<std::string> config_names() {
 // The solver options of the problem file's `solver` section (the filter line search by default).
 inline solver::SolverOptions sqp_options(const problems::Problem& p) { return solver::from_settings(p.solver); }
 
+// Knot k of the trajectory (x, u) as the terms see it: u null at k = N, u_prev null at k = 0.
+inline problems::StagePoint stage_point(const problems::Problem& p, int k, const double* x, const double* u,
+                                        problems::ModelData* data) {
+  const int nx = p.nx(), nu = p.nu(), N = p.horizon.N;
+  problems::StagePoint pt;
+  pt.k = k;
+  pt.N = N;
+  pt.dt = p.horizon.dt;
+  pt.x = x + static_cast<std::size_t>(k) * nx;
+  pt.u = k < N ? u + static_cast<std::size_t>(k) * nu : nullptr;
+  pt.u_prev = k > 0 ? u + static_cast<std::size_t>(k - 1) * nu : nullptr;
+  pt.data = data;
+  return pt;
+}
+
 // Largest violation of the problem's constraints by (x, u), evaluated from scratch with the
 // problem's own terms, a fresh integrator and fresh model data: |x_0 - x0|, dynamics defects,
 // max(g, 0) of inequality rows and |h| of equality rows.
@@ -48,13 +63,7 @@ inline double max_violation(const problems::Problem& p, const std::vector<double
       if (integrator.step(*data, xk, uk, p.horizon.dt, next.data()) != problems::IntegratorStatus::Ok) return INFINITY;
       for (int i = 0; i < nx; ++i) worst = std::max(worst, std::abs(next[static_cast<std::size_t>(i)] - xk[nx + i]));
     }
-    problems::StagePoint pt;
-    pt.k = k;
-    pt.N = N;
-    pt.dt = p.horizon.dt;
-    pt.x = xk;
-    pt.u = uk;
-    pt.data = data.get();
+    const problems::StagePoint pt = stage_point(p, k, x.data(), u.data(), data.get());
     for (const auto& c : p.constraints) {
       if (!c->active(k, N)) continue;
       g.assign(static_cast<std::size_t>(c->dim()), 0.0);
@@ -68,18 +77,11 @@ inline double max_violation(const problems::Problem& p, const std::vector<double
 
 // The objective at (x, u), from the cost terms directly.
 inline double total_cost(const problems::Problem& p, const std::vector<double>& x, const std::vector<double>& u) {
-  const int nx = p.nx(), nu = p.nu(), N = p.horizon.N;
+  const int N = p.horizon.N;
   auto data = p.model->make_data();
   double f = 0;
   for (int k = 0; k <= N; ++k) {
-    problems::StagePoint pt;
-    pt.k = k;
-    pt.N = N;
-    pt.dt = p.horizon.dt;
-    pt.x = x.data() + static_cast<std::size_t>(k) * nx;
-    pt.u = k < N ? u.data() + static_cast<std::size_t>(k) * nu : nullptr;
-    pt.u_prev = k > 0 ? u.data() + static_cast<std::size_t>(k - 1) * nu : nullptr;
-    pt.data = data.get();
+    const problems::StagePoint pt = stage_point(p, k, x.data(), u.data(), data.get());
     for (const auto& c : p.costs)
       if (c->active(k, N)) f += c->value(pt);
   }

@@ -184,7 +184,7 @@ TEST(SqpSolver, StationaryAlongEveryControlDirection) {
     Solver s(p, sqp_options(p));
     ASSERT_EQ(s.solve(), Status::Solved) << s.solution().message();
     const std::vector<double> u_star = s.solution().u;
-    const int nx = p.nx(), nu = p.nu(), N = p.horizon.N;
+    const int N = p.horizon.N;
     const auto L = [&](const std::vector<double>& u) {
       const std::vector<double> x = rollout(p, u);
       double value = total_cost(p, x, u);
@@ -194,13 +194,7 @@ TEST(SqpSolver, StationaryAlongEveryControlDirection) {
       for (int k = 0; k <= N; ++k) {
         EXPECT_EQ(row[0], s.inequality_offset(k));
         EXPECT_EQ(row[1], s.equality_offset(k));
-        problems::StagePoint pt;
-        pt.k = k;
-        pt.N = N;
-        pt.dt = p.horizon.dt;
-        pt.x = x.data() + static_cast<std::size_t>(k) * nx;
-        pt.u = k < N ? u.data() + static_cast<std::size_t>(k) * nu : nullptr;
-        pt.data = data.get();
+        const problems::StagePoint pt = stage_point(p, k, x.data(), u.data(), data.get());
         for (const bool equality : {false, true})
           for (const auto& c : p.constraints) {
             if (!c->active(k, N) || (c->kind() == problems::ConstraintKind::Equality) != equality) continue;

@@ -53,13 +53,7 @@ TEST(SqpStep, DualsAreComplementaryToTheConstraints) {
     std::vector<double> g;
     double worst = 0, active = 0;
     for (int k = 0; k <= p.horizon.N; ++k) {
-      problems::StagePoint pt;
-      pt.k = k;
-      pt.N = p.horizon.N;
-      pt.dt = p.horizon.dt;
-      pt.x = sol.x_k(k);
-      pt.u = k < p.horizon.N ? sol.u_k(k) : nullptr;
-      pt.data = data.get();
+      const problems::StagePoint pt = stage_point(p, k, sol.x.data(), sol.u.data(), data.get());
       int row = s.inequality_offset(k);
       for (const auto& c : p.constraints) {
         if (!c->active(k, p.horizon.N) || c->kind() != problems::ConstraintKind::Inequality) continue;
