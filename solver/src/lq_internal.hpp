@@ -3,12 +3,16 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <memory>
 #include <new>
 #include <type_traits>
 #include <utility>
 
 #include "knot/linalg/config.hpp"
+#include "knot/linalg/dense/gemv.hpp"
+#include "knot/linalg/dense/gemv_tile.hpp"
 #include "knot/linalg/group.hpp"
 #include "knot/solver/lq.hpp"
 
@@ -112,10 +116,44 @@ inline void mirror_lower(int n_rt, double* a, int lda) {
     for (int i = 0; i < j; ++i) a[i + j * lda] = a[j + i * lda];
 }
 
+// On the bits: an entry is Inf or NaN when its exponent field is all ones, and adding one to that
+// field then carries into the sign bit. Integer ors vectorize (a sum of v * 0 would be one chain of
+// dependent additions: a fifth of an interior-point iteration went there).
 inline bool all_finite(const double* v, std::size_t n) {
-  double acc = 0.0;
-  for (std::size_t i = 0; i < n; ++i) acc += v[i] * 0.0;  // 0 for finite entries, NaN otherwise
-  return acc == 0.0;
+  constexpr std::uint64_t kExponent = 0x7ffULL << 52, kOne = 1ULL << 52;
+  std::uint64_t carry = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint64_t b;
+    std::memcpy(&b, v + i, sizeof(b));
+    carry |= (b & kExponent) + kOne;
+  }
+  return (carry >> 63) == 0;
+}
+
+// y += A x (y -= A x with Sub) and y = A'x + beta y (beta 0 or 1) for an M x N block A: gemv_tile's
+// vector sweeps on fixed sizes, linalg's gemv on the others.
+template <int M, int N, bool Sub = false>
+inline void mv_n(int m, int n, const double* A, int lda, const double* x, double* y) {
+#if KNOT_GEMM_TILE_SIMD
+  if constexpr (M != kDynamic && N != kDynamic) {
+    linalg::gemv_tile_n<M, N, false, Sub>(A, lda, x, y);
+    return;
+  }
+#endif
+  Serial g;
+  linalg::gemv<linalg::Trans::No, M, N>(g, m, n, Sub ? -1.0 : 1.0, A, lda, x, 1.0, y);
+}
+
+template <int M, int N>
+inline void mv_t(int m, int n, const double* A, int lda, const double* x, double beta, double* y) {
+#if KNOT_GEMM_TILE_SIMD
+  if constexpr (M != kDynamic && N != kDynamic) {
+    linalg::gemv_tile_t<M, N>(A, lda, x, beta, y);
+    return;
+  }
+#endif
+  Serial g;
+  linalg::gemv<linalg::Trans::Yes, M, N>(g, m, n, 1.0, A, lda, x, beta, y);
 }
 
 bool data_finite(const LqData& d);

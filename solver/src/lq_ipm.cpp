@@ -29,7 +29,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "knot/linalg/dense/gemv.hpp"
 #include "lq_internal.hpp"
 
 namespace knot::solver {
@@ -99,29 +98,27 @@ struct BoundSet {
 //   w.c_k = A_k x_k + B_k u_k + c_k - x_{k+1},   w.x_init = x_init - x_0
 template <int NX, int NU>
 void newton_residuals(int nx_rt, int nu_rt, int N, const LqData& d, const LqIpmSolution& s, LqData& w) {
-  using linalg::Trans;
   const int nx = linalg::extent<NX>(nx_rt), nu = linalg::extent<NU>(nu_rt);
-  detail::Serial g;
   for (int i = 0; i < nx; ++i) w.x_init[i] = d.x_init[i] - s.x[i];
   for (int k = 0; k <= N; ++k) {
     const double* x = s.x_k(k);
     double* rq = w.q_k(k);
     for (int i = 0; i < nx; ++i) rq[i] = d.q_k(k)[i] - s.lambda_k(k)[i];
-    linalg::gemv<Trans::No, NX, NX>(g, nx, nx, 1.0, d.Q_k(k), nx, x, 1.0, rq);
+    detail::mv_n<NX, NX>(nx, nx, d.Q_k(k), nx, x, rq);
     if (k == N) break;
     const double *u = s.u_k(k), *ln = s.lambda_k(k + 1), *A = d.A_k(k), *B = d.B_k(k), *S = d.S_k(k);
-    linalg::gemv<Trans::Yes, NU, NX>(g, nu, nx, 1.0, S, nu, u, 1.0, rq);
-    linalg::gemv<Trans::Yes, NX, NX>(g, nx, nx, 1.0, A, nx, ln, 1.0, rq);
+    detail::mv_t<NU, NX>(nu, nx, S, nu, u, 1.0, rq);
+    detail::mv_t<NX, NX>(nx, nx, A, nx, ln, 1.0, rq);
     double* rr = w.r_k(k);
     std::memcpy(rr, d.r_k(k), static_cast<std::size_t>(nu) * sizeof(double));
-    linalg::gemv<Trans::No, NU, NU>(g, nu, nu, 1.0, d.R_k(k), nu, u, 1.0, rr);
-    linalg::gemv<Trans::No, NU, NX>(g, nu, nx, 1.0, S, nu, x, 1.0, rr);
-    linalg::gemv<Trans::Yes, NX, NU>(g, nx, nu, 1.0, B, nx, ln, 1.0, rr);
+    detail::mv_n<NU, NU>(nu, nu, d.R_k(k), nu, u, rr);
+    detail::mv_n<NU, NX>(nu, nx, S, nu, x, rr);
+    detail::mv_t<NX, NU>(nx, nu, B, nx, ln, 1.0, rr);
     double* rc = w.c_k(k);
     const double* xn = s.x_k(k + 1);
     for (int i = 0; i < nx; ++i) rc[i] = d.c_k(k)[i] - xn[i];
-    linalg::gemv<Trans::No, NX, NX>(g, nx, nx, 1.0, A, nx, x, 1.0, rc);
-    linalg::gemv<Trans::No, NX, NU>(g, nx, nu, 1.0, B, nx, u, 1.0, rc);
+    detail::mv_n<NX, NX>(nx, nx, A, nx, x, rc);
+    detail::mv_n<NX, NU>(nx, nu, B, nx, u, rc);
   }
 }
 

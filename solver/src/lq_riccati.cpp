@@ -8,7 +8,7 @@
 //   Y   = Hxu L^-T,  kt = L^-1 hu
 //   P_k = Hxx - Y Y',   p_k = hx - Y kt      (the lower triangle by gemm, then mirrored: P_k is exactly
 //                                             symmetric)
-// Square-root recursion (fixed nx >= 20, a multiple of 4, fixed nu; tried first), on the Cholesky
+// Square-root recursion (fixed nx >= 12, a multiple of 4, fixed nu; tried first), on the Cholesky
 // factor P_{k+1} = Lp Lp' (Lp_N = chol(Q_N)):
 //   Nm = [B A]' Lp                              (triangular product; Nm Nm' = [B'PB B'PA; A'PB A'PA])
 //   [R S; S' Q] + Nm Nm' = [L 0; Y Lk] [L 0; Y Lk]'   (one Cholesky of order nu + nx, Nm Nm' summed
@@ -33,6 +33,7 @@
 
 #include "knot/linalg/dense/gemm.hpp"
 #include "knot/linalg/dense/gemm_tile.hpp"
+#include "knot/linalg/dense/gemv_tile.hpp"
 #include "knot/linalg/dense/gemv.hpp"
 #include "knot/linalg/dense/potrf.hpp"
 #include "knot/linalg/dense/syrk.hpp"
@@ -116,18 +117,18 @@ int riccati_backward(int nx_rt, int nu_rt, int N, const LqData& d, const Riccati
     linalg::gemm<Trans::Yes, Trans::No, NU, NU, NX>(g, nu, nu, nx, 1.0, B, nx, w.W, nx, 1.0, L, nu);
 
     std::memcpy(w.pc, p, nx * sizeof(double));
-    linalg::gemv<Trans::No, NX, NX>(g, nx, nx, 1.0, P, nx, d.c_k(k), 1.0, w.pc);
+    mv_n<NX, NX>(nx, nx, P, nx, d.c_k(k), w.pc);
     std::memcpy(pk, d.q_k(k), nx * sizeof(double));
-    linalg::gemv<Trans::No, NX, NX>(g, nx, nx, 1.0, w.At, nx, w.pc, 1.0, pk);
+    mv_n<NX, NX>(nx, nx, w.At, nx, w.pc, pk);
     std::memcpy(kt, d.r_k(k), nu * sizeof(double));
-    linalg::gemv<Trans::Yes, NX, NU>(g, nx, nu, 1.0, B, nx, w.pc, 1.0, kt);
+    mv_t<NX, NU>(nx, nu, B, nx, w.pc, 1.0, kt);
 
     if (linalg::potrf<NU>(g, nu, L, nu) != 0) return k;
     linalg::trsm<Side::Right, Uplo::Lower, Trans::Yes, NX, NU>(g, nx, nu, 1.0, L, nu, Y, nx);
     gemm_rows<Trans::Yes, NX, NX, NU, true>(nx, nx, nu, -1.0, Y, nx, Y, nx, 1.0, Pk, nx);
     mirror_lower<NX>(nx, Pk, nx);
     linalg::trsv<Uplo::Lower, Trans::No, NU>(g, nu, L, nu, kt);
-    linalg::gemv<Trans::No, NX, NU>(g, nx, nu, -1.0, Y, nx, kt, 1.0, pk);
+    mv_n<NX, NU, true>(nx, nu, Y, nx, kt, pk);
   }
   return -1;
 }
@@ -145,13 +146,13 @@ void riccati_backward_vectors(int nx_rt, int nu_rt, int N, const LqData& d, cons
     double* pk = w.p + static_cast<std::size_t>(k) * nx;
     double* kt = w.kt + static_cast<std::size_t>(k) * nu;
     std::memcpy(w.pc, p, nx * sizeof(double));
-    linalg::gemv<Trans::No, NX, NX>(g, nx, nx, 1.0, w.P + (k + 1) * sxx, nx, d.c_k(k), 1.0, w.pc);
+    mv_n<NX, NX>(nx, nx, w.P + (k + 1) * sxx, nx, d.c_k(k), w.pc);
     std::memcpy(pk, d.q_k(k), nx * sizeof(double));
-    linalg::gemv<Trans::Yes, NX, NX>(g, nx, nx, 1.0, d.A_k(k), nx, w.pc, 1.0, pk);
+    mv_t<NX, NX>(nx, nx, d.A_k(k), nx, w.pc, 1.0, pk);
     std::memcpy(kt, d.r_k(k), nu * sizeof(double));
-    linalg::gemv<Trans::Yes, NX, NU>(g, nx, nu, 1.0, d.B_k(k), nx, w.pc, 1.0, kt);
+    mv_t<NX, NU>(nx, nu, d.B_k(k), nx, w.pc, 1.0, kt);
     linalg::trsv<Uplo::Lower, Trans::No, NU>(g, nu, w.L + static_cast<std::size_t>(k) * nu * nu, nu, kt);
-    linalg::gemv<Trans::No, NX, NU>(g, nx, nu, -1.0, w.Y + k * sxu, nx, kt, 1.0, pk);
+    mv_n<NX, NU, true>(nx, nu, w.Y + k * sxu, nx, kt, pk);
   }
 }
 
@@ -167,17 +168,17 @@ void riccati_forward(int nx_rt, int nu_rt, int N, const LqData& d, const Riccati
     double* xn = s.x_k(k + 1);
     const double* L = w.L + static_cast<std::size_t>(k) * nu * nu;
     std::memcpy(u, w.kt + static_cast<std::size_t>(k) * nu, nu * sizeof(double));
-    linalg::gemv<Trans::Yes, NX, NU>(g, nx, nu, 1.0, w.Y + k * sxu, nx, x, 1.0, u);
+    mv_t<NX, NU>(nx, nu, w.Y + k * sxu, nx, x, 1.0, u);
     linalg::trsv<Uplo::Lower, Trans::Yes, NU>(g, nu, L, nu, u);
     for (int i = 0; i < nu; ++i) u[i] = -u[i];
     std::memcpy(xn, d.c_k(k), nx * sizeof(double));
-    linalg::gemv<Trans::No, NX, NX>(g, nx, nx, 1.0, d.A_k(k), nx, x, 1.0, xn);
-    linalg::gemv<Trans::No, NX, NU>(g, nx, nu, 1.0, d.B_k(k), nx, u, 1.0, xn);
+    mv_n<NX, NX>(nx, nx, d.A_k(k), nx, x, xn);
+    mv_n<NX, NU>(nx, nu, d.B_k(k), nx, u, xn);
   }
   for (int k = 0; k <= N; ++k) {
     double* lam = s.lambda_k(k);
     std::memcpy(lam, w.p + static_cast<std::size_t>(k) * nx, nx * sizeof(double));
-    linalg::gemv<Trans::No, NX, NX>(g, nx, nx, 1.0, w.P + k * sxx, nx, s.x_k(k), 1.0, lam);
+    mv_n<NX, NX>(nx, nx, w.P + k * sxx, nx, s.x_k(k), lam);
   }
 }
 
@@ -185,76 +186,17 @@ void riccati_forward(int nx_rt, int nu_rt, int N, const LqData& d, const Riccati
 
 constexpr int round4(int n) { return (n + 3) / 4 * 4; }
 
-// Sizes that run the square-root recursion first: fixed, large enough that its register-blocked
-// products pay (below, the classical products keep whole columns in registers and win), and nx a
-// multiple of 4 so that every block of the factor starts on a vector boundary.
+// Sizes that run the square-root recursion first: fixed, nx a multiple of 4 so that every block of
+// the factor starts on a vector boundary, and from nx = 12, where its register-blocked products
+// already pay (knot_bench_lq at nx = 12, nu = 4, N = 50: 24 us against the classical 33 us).
 template <int NX, int NU>
-inline constexpr bool kSqrt = NX != kDynamic && NU != kDynamic && NX >= 20 && NX % 4 == 0;
+inline constexpr bool kSqrt = NX != kDynamic && NU != kDynamic && NX >= 12 && NX % 4 == 0;
 
 #if KNOT_GEMM_TILE_SIMD
 using linalg::detail::Tile4;
 using linalg::detail::tile_accumulate;
 using linalg::detail::tile_load;
-
-inline void tile_store4(double* x, const Tile4& v) { __builtin_memcpy(x, &v, sizeof(v)); }
-
-// Sums of the lanes of a, b, c, d, as one vector.
-inline void lane_sums(Tile4& out, const Tile4& a, const Tile4& b, const Tile4& c, const Tile4& d) {
-  const Tile4 ab = __builtin_shufflevector(a, b, 0, 4, 2, 6) + __builtin_shufflevector(a, b, 1, 5, 3, 7);
-  const Tile4 cd = __builtin_shufflevector(c, d, 0, 4, 2, 6) + __builtin_shufflevector(c, d, 1, 5, 3, 7);
-  out = __builtin_shufflevector(ab, cd, 0, 1, 4, 5) + __builtin_shufflevector(ab, cd, 2, 3, 6, 7);
-}
-
-// y = beta y + A'x (A M x N, column-major, M % 4 == 0; beta 0 or 1). Tri: A lower triangular with
-// a zero strict upper triangle, so the row vectors above column j's diagonal are skipped.
-template <int M, int N, bool Tri>
-void matvec_t(const double* A, int lda, const double* x, double beta, double* y) {
-  static_assert(M % 4 == 0);
-  Tile4 xv[M / 4];
-  KNOT_UNROLL for (int v = 0; v < M / 4; ++v) tile_load<4>(xv[v], x + 4 * v);
-  KNOT_UNROLL for (int j0 = 0; j0 < N; j0 += 4) {
-    Tile4 acc[4] = {};
-    KNOT_UNROLL for (int c = 0; c < 4; ++c) {
-      if (j0 + c < N) {
-        KNOT_UNROLL for (int v = 0; v < M / 4; ++v) {
-          if (!Tri || v >= j0 / 4) {
-            Tile4 a;
-            tile_load<4>(a, A + 4 * v + (j0 + c) * lda);
-            acc[c] += a * xv[v];
-          }
-        }
-      }
-    }
-    Tile4 s;
-    lane_sums(s, acc[0], acc[1], acc[2], acc[3]);
-    KNOT_UNROLL for (int c = 0; c < 4; ++c) {
-      if (j0 + c < N) y[j0 + c] = beta == 0.0 ? s[c] : y[j0 + c] + s[c];
-    }
-  }
-}
-
-// y += A x, or y -= A x with Sub (A M x N, column-major, M % 4 == 0). Tri as for matvec_t.
-template <int M, int N, bool Tri, bool Sub = false>
-void matvec_n(const double* A, int lda, const double* x, double* y) {
-  static_assert(M % 4 == 0);
-  Tile4 acc[M / 4];
-  KNOT_UNROLL for (int v = 0; v < M / 4; ++v) tile_load<4>(acc[v], y + 4 * v);
-  KNOT_UNROLL for (int j = 0; j < N; ++j) {
-    const double xj = x[j];
-    KNOT_UNROLL for (int v = 0; v < M / 4; ++v) {
-      if (!Tri || v >= j / 4) {
-        Tile4 a;
-        tile_load<4>(a, A + 4 * v + j * lda);
-        if constexpr (Sub) {
-          acc[v] -= a * xj;
-        } else {
-          acc[v] += a * xj;
-        }
-      }
-    }
-  }
-  KNOT_UNROLL for (int v = 0; v < M / 4; ++v) tile_store4(y + 4 * v, acc[v]);
-}
+using linalg::detail::tile_store_all;
 
 // dst = src' for src Rows x Cols (column-major): 4 x 4 blocks transposed in registers; the rows and
 // columns that round Rows and Cols up to multiples of 4 are written into dst as zeros.
@@ -277,10 +219,10 @@ void transpose_tiles(const double* src, int lds, double* dst, int ldd) {
       const Tile4 t0 = __builtin_shufflevector(r[0], r[1], 0, 4, 2, 6), t1 = __builtin_shufflevector(r[0], r[1], 1, 5, 3, 7),
                   t2 = __builtin_shufflevector(r[2], r[3], 0, 4, 2, 6), t3 = __builtin_shufflevector(r[2], r[3], 1, 5, 3, 7);
       double* out = dst + 4 * bj + 4 * bi * ldd;  // column 4 bi + q of dst holds row 4 bi + q of src
-      tile_store4(out, __builtin_shufflevector(t0, t2, 0, 1, 4, 5));
-      tile_store4(out + ldd, __builtin_shufflevector(t1, t3, 0, 1, 4, 5));
-      tile_store4(out + 2 * ldd, __builtin_shufflevector(t0, t2, 2, 3, 6, 7));
-      tile_store4(out + 3 * ldd, __builtin_shufflevector(t1, t3, 2, 3, 6, 7));
+      tile_store_all(out, __builtin_shufflevector(t0, t2, 0, 1, 4, 5));
+      tile_store_all(out + ldd, __builtin_shufflevector(t1, t3, 0, 1, 4, 5));
+      tile_store_all(out + 2 * ldd, __builtin_shufflevector(t0, t2, 2, 3, 6, 7));
+      tile_store_all(out + 3 * ldd, __builtin_shufflevector(t1, t3, 2, 3, 6, 7));
     }
   }
 }
@@ -322,7 +264,7 @@ int chol_panel(int j0, int jb, double* H, int ld, const double* h0, int ld0, con
       }
     }
     KNOT_UNROLL for (int c = 0; c < NC; ++c) {
-      KNOT_UNROLL for (int v = 0; v < NV; ++v) tile_store4(H + i0 + 4 * v + (j0 + c) * ld, acc[v][c]);
+      KNOT_UNROLL for (int v = 0; v < NV; ++v) tile_store_all(H + i0 + 4 * v + (j0 + c) * ld, acc[v][c]);
     }
     return 0;
   };
@@ -399,16 +341,16 @@ bool sqrt_backward(int, int, int N, const LqData& d, const RiccatiWork& w) {
     if (chol_update<n, nx, nu4>(0, F, ld, d.Q_k(k), nx, w.Nm, ld) != 0) return false;
 
     // pc = P c + p, [hu; 0; hx] = [r; 0; q] + Xt pc, kt = L^-1 hu, p_k = hx - Y kt.
-    matvec_t<nx, nx, true>(Lp, ld, d.c_k(k), 0.0, w.t);
+    linalg::gemv_tile_t<nx, nx, true>(Lp, ld, d.c_k(k), 0.0, w.t);
     std::memcpy(w.pc, p, nx * sizeof(double));
-    matvec_n<nx, nx, true>(Lp, ld, w.t, w.pc);
+    linalg::gemv_tile_n<nx, nx, true>(Lp, ld, w.t, w.pc);
     for (int i = 0; i < nu4; ++i) w.h[i] = i < nu ? d.r_k(k)[i] : 0.0;
     std::memcpy(w.h + nu4, d.q_k(k), nx * sizeof(double));
-    matvec_n<n, nx, false>(w.Xt, ld, w.pc, w.h);
+    linalg::gemv_tile_n<n, nx, false>(w.Xt, ld, w.pc, w.h);
     std::memcpy(kt, w.h, nu * sizeof(double));
     linalg::trsv<Uplo::Lower, Trans::No, NU>(g, nu, F, ld, kt);
     std::memcpy(pk, w.h + nu4, nx * sizeof(double));
-    matvec_n<nx, nu, false, true>(F + nu4, ld, kt, pk);
+    linalg::gemv_tile_n<nx, nu, false, true>(F + nu4, ld, kt, pk);
   }
   return true;
 }
@@ -425,15 +367,15 @@ void sqrt_backward_vectors(int, int, int N, const LqData& d, const RiccatiWork& 
     const double* F = w.F + k * Lay::block;
     double* pk = w.p + static_cast<std::size_t>(k) * nx;
     double* kt = w.kt + static_cast<std::size_t>(k) * nu;
-    matvec_t<nx, nx, true>(Lp, ld, d.c_k(k), 0.0, w.t);
+    linalg::gemv_tile_t<nx, nx, true>(Lp, ld, d.c_k(k), 0.0, w.t);
     std::memcpy(w.pc, w.p + static_cast<std::size_t>(k + 1) * nx, nx * sizeof(double));
-    matvec_n<nx, nx, true>(Lp, ld, w.t, w.pc);
+    linalg::gemv_tile_n<nx, nx, true>(Lp, ld, w.t, w.pc);
     std::memcpy(pk, d.q_k(k), nx * sizeof(double));
-    matvec_t<nx, nx, false>(d.A_k(k), nx, w.pc, 1.0, pk);
+    linalg::gemv_tile_t<nx, nx, false>(d.A_k(k), nx, w.pc, 1.0, pk);
     std::memcpy(kt, d.r_k(k), nu * sizeof(double));
-    matvec_t<nx, nu, false>(d.B_k(k), nx, w.pc, 1.0, kt);
+    linalg::gemv_tile_t<nx, nu, false>(d.B_k(k), nx, w.pc, 1.0, kt);
     linalg::trsv<Uplo::Lower, Trans::No, NU>(g, nu, F, ld, kt);
-    matvec_n<nx, nu, false, true>(F + nu4, ld, kt, pk);
+    linalg::gemv_tile_n<nx, nu, false, true>(F + nu4, ld, kt, pk);
   }
 }
 
@@ -450,19 +392,19 @@ void sqrt_forward(int, int, int N, const LqData& d, const RiccatiWork& w, LqSolu
     double* xn = s.x_k(k + 1);
     const double* F = w.F + k * Lay::block;
     std::memcpy(u, w.kt + static_cast<std::size_t>(k) * nu, nu * sizeof(double));
-    matvec_t<nx, nu, false>(F + nu4, ld, x, 1.0, u);
+    linalg::gemv_tile_t<nx, nu, false>(F + nu4, ld, x, 1.0, u);
     linalg::trsv<Uplo::Lower, Trans::Yes, NU>(g, nu, F, ld, u);
     for (int i = 0; i < nu; ++i) u[i] = -u[i];
     std::memcpy(xn, d.c_k(k), nx * sizeof(double));
-    matvec_n<nx, nx, false>(d.A_k(k), nx, x, xn);
-    matvec_n<nx, nu, false>(d.B_k(k), nx, u, xn);
+    linalg::gemv_tile_n<nx, nx, false>(d.A_k(k), nx, x, xn);
+    linalg::gemv_tile_n<nx, nu, false>(d.B_k(k), nx, u, xn);
   }
   for (int k = 0; k <= N; ++k) {
     const double* Lp = w.F + k * Lay::block + Lay::lp;
     double* lam = s.lambda_k(k);
-    matvec_t<nx, nx, true>(Lp, ld, s.x_k(k), 0.0, w.t);
+    linalg::gemv_tile_t<nx, nx, true>(Lp, ld, s.x_k(k), 0.0, w.t);
     std::memcpy(lam, w.p + static_cast<std::size_t>(k) * nx, nx * sizeof(double));
-    matvec_n<nx, nx, true>(Lp, ld, w.t, lam);
+    linalg::gemv_tile_n<nx, nx, true>(Lp, ld, w.t, lam);
   }
 }
 #endif

@@ -126,14 +126,14 @@ TEST(LqRiccati, RunTimeSizesMatchDenseKkt) {
   }
 }
 
-// ---- The square-root recursion (fixed nx in {20, 24, 28, 32}, nu <= 8) and its fallback
+// ---- The square-root recursion (fixed nx in {12, 16, 20, 24, 28, 32}, nu <= 8) and its fallback
 
 // Every size the square-root path serves, against the dense KKT solve, for positive definite costs
 // (square root throughout) and semidefinite ones (P singular: the classical restart); resolve()
 // afterwards reuses whichever recursion ran.
 TEST(LqRiccati, SquareRootPathMatchesDenseKkt) {
   Rng rng(5);
-  for (const int nx : {20, 24, 28, 32})
+  for (const int nx : {12, 16, 20, 24, 28, 32})
     for (const int nu : {1, 3, 7, 8})
       for (const int N : {1, 3, 9})
         for (const Cost cost : {Cost::PositiveDefinite, Cost::ZeroStateWeights, Cost::TerminalOnly}) {
