@@ -88,7 +88,44 @@ struct BoundSet {
   double* dz = nullptr;
   double* rp = nullptr;  // sg (v - b) - s
   double* is = nullptr;  // 1 / s
+  double* w = nullptr;   // per-bound terms of the reductions
+
+  // One pass over the set each. v, dv: the iterate's and the step's vector (x or u); entries
+  // v[idx[i]] are gathered into a contiguous array first so that the arithmetic vectorizes.
+  // rp = sg (v - b) - s; the largest |rp|, the sum and the largest of s z into res, sum_sz, max_sz.
+  void primal_residual(const double* v, double& res, double& sum_sz, double& max_sz) const;
+  // is = 1 / s; Sigma = z / s onto the diagonal entries of M, sg (z + Sigma rp) onto h.
+  void barrier_terms(double* M, double* h) const;
+  // Affine step ds = sg dv + rp, dz = -z (s + ds) / s; returns the largest of 1, -ds/s, -dz/z.
+  double affine_step(const double* dv) const;
+  // Sum of (s + a ds)(z + a dz).
+  double complementarity_after(double a) const;
+  // dz <- (sigma_mu - ds dz) / s (ds, dz: the affine step), and -sg of it onto h.
+  void corrector_terms(double sigma_mu, double* h) const;
+  // Combined step ds = sg dv + rp, dz += -z (s + ds) / s; returns the largest of 0, -ds/s, -dz/z.
+  double combined_step(const double* dv) const;
+  void take_step(double alpha) const;
 };
+
+// Reductions over per-bound terms in four independent chains: in one chain every max or add waits
+// for the one before, and these loops ran at a third of their arithmetic's speed.
+double max_of(const double* v, int n, double init) {
+  double m[4] = {init, init, init, init};
+  int i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (int l = 0; l < 4; ++l) m[l] = std::max(m[l], v[i + l]);
+  for (; i < n; ++i) m[0] = std::max(m[0], v[i]);
+  return std::max(std::max(m[0], m[1]), std::max(m[2], m[3]));
+}
+
+double sum_of(const double* v, int n) {
+  double a[4] = {0.0, 0.0, 0.0, 0.0};
+  int i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (int l = 0; l < 4; ++l) a[l] += v[i + l];
+  for (; i < n; ++i) a[0] += v[i];
+  return (a[0] + a[1]) + (a[2] + a[3]);
+}
 
 
 // The residuals of (x, u, lambda) without the bound multipliers, into w's vectors (the right-hand
@@ -96,6 +133,97 @@ struct BoundSet {
 //   w.q_k = Q_k x_k + S_k' u_k + q_k - lambda_k + A_k' lambda_{k+1}   (k < N; k = N: Q_N x_N + q_N - lambda_N)
 //   w.r_k = R_k u_k + S_k x_k + r_k + B_k' lambda_{k+1}
 //   w.c_k = A_k x_k + B_k u_k + c_k - x_{k+1},   w.x_init = x_init - x_0
+void BoundSet::primal_residual(const double* KNOT_RESTRICT v, double& res, double& sum_sz, double& max_sz) const {
+  const int n = this->n;  // members in locals: a store through a double* could alias them
+  const double sg = this->sg;
+  const int *KNOT_RESTRICT idx = this->idx;
+  double *KNOT_RESTRICT r = rp, *KNOT_RESTRICT a = ds, *KNOT_RESTRICT t = w;  // ds: scratch here
+  const double *KNOT_RESTRICT bb = b, *KNOT_RESTRICT ss = s, *KNOT_RESTRICT zz = z;
+  for (int i = 0; i < n; ++i) a[i] = v[idx[i]];
+  for (int i = 0; i < n; ++i) {
+    r[i] = sg * (a[i] - bb[i]) - ss[i];
+    a[i] = std::abs(r[i]);
+    t[i] = ss[i] * zz[i];
+  }
+  res = std::max(res, max_of(a, n, 0.0));
+  sum_sz += sum_of(t, n);
+  max_sz = std::max(max_sz, max_of(t, n, 0.0));
+}
+
+void BoundSet::barrier_terms(double* KNOT_RESTRICT M, double* KNOT_RESTRICT h) const {
+  const int n = this->n;  // members in locals: a store through a double* could alias them
+  const double sg = this->sg;
+  const int *KNOT_RESTRICT idx = this->idx;
+  double* KNOT_RESTRICT iv = is;
+  const double *KNOT_RESTRICT ss = s, *KNOT_RESTRICT zz = z, *KNOT_RESTRICT r = rp;
+  for (int i = 0; i < n; ++i) iv[i] = 1.0 / ss[i];
+  for (int i = 0; i < n; ++i) {
+    const double zs = zz[i] * iv[i];
+    M[diag[i]] += zs;
+    h[idx[i]] += sg * (zz[i] + zs * r[i]);
+  }
+}
+
+double BoundSet::affine_step(const double* KNOT_RESTRICT dv) const {
+  const int n = this->n;  // members in locals: a store through a double* could alias them
+  const double sg = this->sg;
+  const int *KNOT_RESTRICT idx = this->idx;
+  double *KNOT_RESTRICT d = ds, *KNOT_RESTRICT e = dz, *KNOT_RESTRICT t = w;
+  const double *KNOT_RESTRICT ss = s, *KNOT_RESTRICT zz = z, *KNOT_RESTRICT r = rp, *KNOT_RESTRICT iv = is;
+  for (int i = 0; i < n; ++i) d[i] = dv[idx[i]];
+  for (int i = 0; i < n; ++i) {
+    const double di = sg * d[i] + r[i], sf = (ss[i] + di) * iv[i], a = -di * iv[i];
+    d[i] = di;
+    e[i] = -zz[i] * sf;
+    t[i] = a > sf ? a : sf;
+  }
+  return max_of(t, n, 1.0);
+}
+
+double BoundSet::complementarity_after(double a) const {
+  const int n = this->n;  // members in locals: a store through a double* could alias them
+  double* KNOT_RESTRICT t = w;
+  const double *KNOT_RESTRICT ss = s, *KNOT_RESTRICT zz = z, *KNOT_RESTRICT d = ds, *KNOT_RESTRICT e = dz;
+  for (int i = 0; i < n; ++i) t[i] = (ss[i] + a * d[i]) * (zz[i] + a * e[i]);
+  return sum_of(t, n);
+}
+
+void BoundSet::corrector_terms(double sigma_mu, double* KNOT_RESTRICT h) const {
+  const int n = this->n;  // members in locals: a store through a double* could alias them
+  const double sg = this->sg;
+  const int *KNOT_RESTRICT idx = this->idx;
+  double* KNOT_RESTRICT e = dz;
+  const double *KNOT_RESTRICT d = ds, *KNOT_RESTRICT iv = is;
+  for (int i = 0; i < n; ++i) e[i] = (sigma_mu - d[i] * e[i]) * iv[i];
+  for (int i = 0; i < n; ++i) h[idx[i]] -= sg * e[i];
+}
+
+double BoundSet::combined_step(const double* KNOT_RESTRICT dv) const {
+  const int n = this->n;  // members in locals: a store through a double* could alias them
+  const double sg = this->sg;
+  const int *KNOT_RESTRICT idx = this->idx;
+  double *KNOT_RESTRICT d = ds, *KNOT_RESTRICT e = dz, *KNOT_RESTRICT t = w;
+  const double *KNOT_RESTRICT ss = s, *KNOT_RESTRICT zz = z, *KNOT_RESTRICT r = rp, *KNOT_RESTRICT iv = is;
+  for (int i = 0; i < n; ++i) d[i] = dv[idx[i]];
+  for (int i = 0; i < n; ++i) {
+    const double di = sg * d[i] + r[i], ei = e[i] - zz[i] * (ss[i] + di) * iv[i], a = -di * iv[i], c = -ei / zz[i];
+    d[i] = di;
+    e[i] = ei;
+    t[i] = a > c ? a : c;
+  }
+  return max_of(t, n, 0.0);
+}
+
+void BoundSet::take_step(double alpha) const {
+  const int n = this->n;  // members in locals: a store through a double* could alias them
+  double *KNOT_RESTRICT ss = s, *KNOT_RESTRICT zz = z;
+  const double *KNOT_RESTRICT d = ds, *KNOT_RESTRICT e = dz;
+  for (int i = 0; i < n; ++i) {
+    ss[i] += alpha * d[i];
+    zz[i] += alpha * e[i];
+  }
+}
+
 template <int NX, int NU>
 void newton_residuals(int nx_rt, int nu_rt, int N, const LqData& d, const LqIpmSolution& s, LqData& w) {
   const int nx = linalg::extent<NX>(nx_rt), nu = linalg::extent<NU>(nu_rt);
@@ -140,11 +268,11 @@ struct LqIpmSolver::Impl {
       : nx(nx_), nu(nu_), N(N_), options(o), lq(nx_, nu_, N_, o.lq), work(nx_, nu_, N_), step(nx_, nu_, N_) {
     const std::size_t cap[4] = {static_cast<std::size_t>(N) * nx, static_cast<std::size_t>(N) * nx,
                                 static_cast<std::size_t>(N) * nu, static_cast<std::size_t>(N) * nu};
-    std::size_t off[4][9];
+    std::size_t off[4][10];
     for (int t = 0; t < 4; ++t) {
       off[t][0] = arena.reserve_ints(cap[t]);
       off[t][1] = arena.reserve_ints(cap[t]);
-      for (int a = 2; a < 9; ++a) off[t][a] = arena.reserve(cap[t]);
+      for (int a = 2; a < 10; ++a) off[t][a] = arena.reserve(cap[t]);
     }
     const std::size_t orq = arena.reserve(static_cast<std::size_t>(N + 1) * nx),
                       orr = arena.reserve(static_cast<std::size_t>(N) * nu);
@@ -163,6 +291,7 @@ struct LqIpmSolver::Impl {
       bs.dz = arena.at(off[t][6]);
       bs.rp = arena.at(off[t][7]);
       bs.is = arena.at(off[t][8]);
+      bs.w = arena.at(off[t][9]);
     }
     detail::dispatch_sizes<detail::RiccatiNx, detail::ControlSizes>(nx, nu, [&](auto NX, auto NU) {
       residuals_ = &newton_residuals<decltype(NX)::value, decltype(NU)::value>;
@@ -174,14 +303,24 @@ struct LqIpmSolver::Impl {
   LqIpmStatus run(const LqData& data, const LqBounds& bounds, LqIpmSolution& sol);
   void collect_bounds(const LqBounds& bounds);
   void copy_matrices(const LqData& data);
-  void residuals(const LqData& data, const LqIpmSolution& sol);
+  void residuals(const LqData& data, const LqIpmSolution& sol, bool at_zero);
   void scatter_multipliers(LqIpmSolution& sol) const;
 };
 
 // Stationarity (into rq, rr; the bound multipliers included), dynamics and initial state (into
 // work.c, work.x_init) of the iterate, from the data.
-void LqIpmSolver::Impl::residuals(const LqData& data, const LqIpmSolution& sol) {
-  residuals_(nx, nu, N, data, sol, work);
+void LqIpmSolver::Impl::residuals(const LqData& data, const LqIpmSolution& sol, bool at_zero) {
+  if (at_zero) {  // x = u = lambda = 0: the products vanish
+    const auto copy = [](const std::vector<double>& from, std::vector<double>& to) {
+      std::memcpy(to.data(), from.data(), from.size() * sizeof(double));
+    };
+    copy(data.q, work.q);
+    copy(data.r, work.r);
+    copy(data.c, work.c);
+    copy(data.x_init, work.x_init);
+  } else {
+    residuals_(nx, nu, N, data, sol, work);
+  }
   double* r[4] = {work.q.data(), work.q.data(), work.r.data(), work.r.data()};
   for (int t = 0; t < 4; ++t)
     for (int i = 0; i < set[t].n; ++i) r[t][set[t].idx[i]] -= set[t].sg * set[t].z[i];
@@ -278,14 +417,14 @@ LqIpmStatus LqIpmSolver::Impl::run(const LqData& data, const LqBounds& bounds, L
     stats.lq_status = st;
     return st == LqStatus::Solved || st == LqStatus::MaxIterations;
   };
-  const auto measure = [&] {  // from the data
-    residuals(data, sol);
+  const auto measure = [&](bool at_zero) {  // from the data
+    residuals(data, sol, at_zero);
     stats.stationarity = std::max(detail::inf_norm(rq, work.q.size()), detail::inf_norm(rr, work.r.size()));
     stats.dynamics = std::max(detail::inf_norm(work.c.data(), work.c.size()),
                               detail::inf_norm(work.x_init.data(), work.x_init.size()));
     return stats.stationarity <= o.tol_stationarity * sscale && stats.dynamics <= o.tol * dscale;
   };
-  measure();
+  measure(true);
   double alpha = 0.0;  // of the last step
   for (int it = 0;; ++it) {
     if (it > 0) {  // the linear residuals shrink with the step, their norms with them
@@ -299,24 +438,14 @@ LqIpmStatus LqIpmSolver::Impl::run(const LqData& data, const LqBounds& bounds, L
       stats.dynamics *= f;
     }
     double sz = 0.0, res_bound = 0.0, szmax = 0.0;
-    for (int t = 0; t < 4; ++t) {
-      const BoundSet& bs = set[t];
-      const double* v = vec[t];
-      for (int i = 0; i < bs.n; ++i) {
-        const double rp = bs.sg * (v[bs.idx[i]] - bs.b[i]) - bs.s[i];
-        bs.rp[i] = rp;
-        res_bound = std::max(res_bound, std::abs(rp));
-        sz += bs.s[i] * bs.z[i];
-        szmax = std::max(szmax, bs.s[i] * bs.z[i]);
-      }
-    }
+    for (int t = 0; t < 4; ++t) set[t].primal_residual(vec[t], res_bound, sz, szmax);
     const double mu = m > 0 ? sz / m : 0.0;
     stats.bound_residual = res_bound;
     stats.mu = mu;
     stats.max_complementarity = szmax;
     if (!std::isfinite(mu + stats.stationarity + stats.dynamics + res_bound)) return finish(LqIpmStatus::NonFinite);
     if (stats.stationarity <= o.tol_stationarity * sscale && stats.dynamics <= o.tol * dscale && res_bound <= o.tol * bscale &&
-        (o.complementarity_max ? szmax : mu) <= o.tol && measure())  // confirmed from the data; else go on from those residuals
+        (o.complementarity_max ? szmax : mu) <= o.tol && measure(false))  // confirmed from the data; else go on from those residuals
       return finish(LqIpmStatus::Solved);
     if (it == o.max_iter) return finish(LqIpmStatus::MaxIterations);
     stats.iterations = it + 1;
@@ -326,16 +455,10 @@ LqIpmStatus LqIpmSolver::Impl::run(const LqData& data, const LqBounds& bounds, L
     // bounds) and sg (s z + z rp) / s = sg z (1 + rp / s) on the right-hand side; factor and solve.
     for (int t = 0; t < 4; ++t)
       for (int i = 0; i < set[t].n; ++i) mat[t][set[t].diag[i]] = mat0[t][set[t].diag[i]];
-    for (int t = 0; t < 4; ++t) {
-      const BoundSet& bs = set[t];
-      for (int i = 0; i < bs.n; ++i) {
-        bs.is[i] = 1.0 / bs.s[i];
-        const double zs = bs.z[i] * bs.is[i];
-        mat[t][bs.diag[i]] += zs;
-        rhs[t][bs.idx[i]] += bs.sg * (bs.z[i] + zs * bs.rp[i]);
-      }
-    }
-    if (const LqStatus st = lq.solve(work, step); !usable(st)) return lq_failed(st);
+    for (int t = 0; t < 4; ++t) set[t].barrier_terms(mat[t], rhs[t]);
+    // The affine step needs dx, du only (the costate sweep is skipped where the backend can).
+    if (const LqStatus st = m > 0 ? lq.solve_primal(work, step) : lq.solve(work, step); !usable(st))
+      return lq_failed(st);
     if (m == 0) {  // no bounds: the LQ solution, one Newton step from any point
       const auto add = [](std::vector<double>& v, const std::vector<double>& dv) {
         for (std::size_t i = 0; i < v.size(); ++i) v[i] += dv[i];
@@ -350,33 +473,16 @@ LqIpmStatus LqIpmSolver::Impl::run(const LqData& data, const LqBounds& bounds, L
     // Affine step: ds = sg dv + rp, dz = -z (s + ds) / s. Its largest step is 1 / steep, steep the
     // largest of -ds/s and -dz/z = (s + ds)/s (and 1: the step is at most 1).
     double steep = 1.0;
-    for (int t = 0; t < 4; ++t) {
-      const BoundSet& bs = set[t];
-      const double* dv = dvec[t];
-      for (int i = 0; i < bs.n; ++i) {
-        const double ds = bs.sg * dv[bs.idx[i]] + bs.rp[i], sf = (bs.s[i] + ds) * bs.is[i];
-        bs.ds[i] = ds;
-        bs.dz[i] = -bs.z[i] * sf;
-        steep = std::max(steep, std::max(-ds * bs.is[i], sf));
-      }
-    }
+    for (int t = 0; t < 4; ++t) steep = std::max(steep, set[t].affine_step(dvec[t]));
     const double amax = 1.0 / steep;
     double sz_aff = 0.0;
-    for (const BoundSet& bs : set)
-      for (int i = 0; i < bs.n; ++i) sz_aff += (bs.s[i] + amax * bs.ds[i]) * (bs.z[i] + amax * bs.dz[i]);
+    for (const BoundSet& bs : set) sz_aff += bs.complementarity_after(amax);
     const double ratio = mu > 0.0 ? sz_aff / m / mu : 0.0;
     const double sigma_mu = ratio * ratio * ratio * mu;
 
     // Corrector: rc = s z - sigma mu + ds_a dz_a adds sg (ds_a dz_a - sigma mu) / s to the right-hand
     // side; the same matrices (resolve). dz keeps (sigma mu - ds_a dz_a) / s for the step below.
-    for (int t = 0; t < 4; ++t) {
-      BoundSet& bs = set[t];
-      for (int i = 0; i < bs.n; ++i) {
-        const double w = (sigma_mu - bs.ds[i] * bs.dz[i]) * bs.is[i];
-        rhs[t][bs.idx[i]] -= bs.sg * w;
-        bs.dz[i] = w;
-      }
-    }
+    for (int t = 0; t < 4; ++t) set[t].corrector_terms(sigma_mu, rhs[t]);
     // Riccati reuses its factorization; the other backends solve in full anyway, and solve() also
     // follows an inexact predictor (resolve() would return its status).
     const LqStatus st = lq.linsys() == Linsys::Riccati ? lq.resolve(work, step) : lq.solve(work, step);
@@ -385,16 +491,7 @@ LqIpmStatus LqIpmSolver::Impl::run(const LqData& data, const LqBounds& bounds, L
     // Combined step: ds = sg dv + rp, dz = (sigma mu - ds_a dz_a) / s - z (s + ds) / s; fraction to
     // the boundary.
     steep = 0.0;
-    for (int t = 0; t < 4; ++t) {
-      const BoundSet& bs = set[t];
-      const double* dv = dvec[t];
-      for (int i = 0; i < bs.n; ++i) {
-        const double ds = bs.sg * dv[bs.idx[i]] + bs.rp[i], dz = bs.dz[i] - bs.z[i] * (bs.s[i] + ds) * bs.is[i];
-        bs.ds[i] = ds;
-        bs.dz[i] = dz;
-        steep = std::max(steep, std::max(-ds * bs.is[i], -dz / bs.z[i]));
-      }
-    }
+    for (int t = 0; t < 4; ++t) steep = std::max(steep, set[t].combined_step(dvec[t]));
     const double tau = std::max(o.tau_min, 1.0 - mu);
     alpha = steep > tau ? tau / steep : 1.0;
     if (!std::isfinite(alpha)) return finish(LqIpmStatus::NonFinite);
@@ -407,11 +504,7 @@ LqIpmStatus LqIpmSolver::Impl::run(const LqData& data, const LqBounds& bounds, L
     axpy(sol.x, step.x);
     axpy(sol.u, step.u);
     axpy(sol.lambda, step.lambda);
-    for (BoundSet& bs : set)
-      for (int i = 0; i < bs.n; ++i) {
-        bs.s[i] += alpha * bs.ds[i];
-        bs.z[i] += alpha * bs.dz[i];
-      }
+    for (const BoundSet& bs : set) bs.take_step(alpha);
   }
 }
 

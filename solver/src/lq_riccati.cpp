@@ -8,8 +8,8 @@
 //   Y   = Hxu L^-T,  kt = L^-1 hu
 //   P_k = Hxx - Y Y',   p_k = hx - Y kt      (the lower triangle by gemm, then mirrored: P_k is exactly
 //                                             symmetric)
-// Square-root recursion (fixed nx >= 12, a multiple of 4, fixed nu; tried first), on the Cholesky
-// factor P_{k+1} = Lp Lp' (Lp_N = chol(Q_N)):
+// Square-root recursion (the fixed sizes of kSqrt; tried first), on the Cholesky factor
+// P_{k+1} = Lp Lp' (Lp_N = chol(Q_N)):
 //   Nm = [B A]' Lp                              (triangular product; Nm Nm' = [B'PB B'PA; A'PB A'PA])
 //   [R S; S' Q] + Nm Nm' = [L 0; Y Lk] [L 0; Y Lk]'   (one Cholesky of order nu + nx, Nm Nm' summed
 //                                                      inside it and never stored)
@@ -18,14 +18,15 @@
 // with P c = Lp (Lp' c). It needs every P_k positive definite: at the first pivot that is not (a
 // positive semidefinite cost, e.g. zero state weights or a terminal cost only), or a Huu that is not,
 // the solve restarts with the classical recursion, which needs only Huu positive definite and reports
-// the failing stage. The products run on gemm_tile's register-blocked 8 x 4 tiles.
+// the failing stage. The products run on gemm_tile's register-blocked 8 x 4 tiles; nu and nx are
+// padded to multiples of 4 with decoupled unit pivots (SqrtLayout), which leaves the results exact.
 //
 // Forward, from x_0 = x_init:
 //   u_k = -L^-T (Y' x_k + kt),   x_{k+1} = A x_k + B u_k + c,   lambda_k = P_k x_k + p_k
 // (P_k x_k = Lk (Lk' x_k) on the square-root path.) u_k minimizes the stage cost plus
 // V_{k+1}(A x_k + B u + c): its gradient R u + S x + r + B'(P (A x + B u + c) + p) = Huu u + Hxu' x + hu
-// vanishes. lambda_k = grad V_k(x_k) is the costate. resolve() (new vectors, same matrices) reruns
-// only the vector half of whichever recursion the last solve used.
+// vanishes. lambda_k = grad V_k(x_k) is the costate; solve_primal() skips its sweep. resolve() (new
+// vectors, same matrices) reruns only the vector half of whichever recursion the last solve used.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -58,12 +59,13 @@ struct RiccatiWork {
   double* T;    // nx x nx scratch
   double* W;    // nx x nu scratch
   double* pc;   // nx scratch
-  // Square-root path (kSqrt sizes only, in the space of P, L, Y, At, T, W; nu4 = round4(nu), ld = nu4 + nx):
+  // Square-root path (kSqrt sizes only, in the space of P, L, Y, At, T, W; see SqrtLayout: nu4, nx4, ld):
   double* F;    // N+1 blocks ld x ld: stage k < N the factor [L 0 0; 0 I 0; Y 0 Lk], stage N Lk = chol(Q_N)
-  double* Xt;   // ld x nx scratch: [B'; 0; A']
+  double* Xt;   // ld x nx4 scratch: [B'; 0; A'] (zero rows and columns where nx, nu round up)
   double* Nm;   // ld x nx scratch: Xt Lp_{k+1}
   double* h;    // ld scratch: [hu; 0; hx]
   double* t;    // nx scratch
+  double* Q4;   // nx4 x nx4 scratch [Q_k 0; 0 I] (nx4 > nx only)
 };
 
 // C = alpha A op(B) + beta C (A not transposed). Blocks of more than 16 rows are cut into equal row
@@ -157,7 +159,8 @@ void riccati_backward_vectors(int nx_rt, int nu_rt, int N, const LqData& d, cons
 }
 
 template <int NX, int NU>
-void riccati_forward(int nx_rt, int nu_rt, int N, const LqData& d, const RiccatiWork& w, LqSolution& s) {
+void riccati_forward(int nx_rt, int nu_rt, int N, const LqData& d, const RiccatiWork& w, LqSolution& s,
+                     bool costate) {
   const int nx = linalg::extent<NX>(nx_rt), nu = linalg::extent<NU>(nu_rt);
   Serial g;
   const std::size_t sxx = static_cast<std::size_t>(nx) * nx, sxu = static_cast<std::size_t>(nx) * nu;
@@ -175,6 +178,7 @@ void riccati_forward(int nx_rt, int nu_rt, int N, const LqData& d, const Riccati
     mv_n<NX, NX>(nx, nx, d.A_k(k), nx, x, xn);
     mv_n<NX, NU>(nx, nu, d.B_k(k), nx, u, xn);
   }
+  if (!costate) return;
   for (int k = 0; k <= N; ++k) {
     double* lam = s.lambda_k(k);
     std::memcpy(lam, w.p + static_cast<std::size_t>(k) * nx, nx * sizeof(double));
@@ -186,11 +190,20 @@ void riccati_forward(int nx_rt, int nu_rt, int N, const LqData& d, const Riccati
 
 constexpr int round4(int n) { return (n + 3) / 4 * 4; }
 
-// Sizes that run the square-root recursion first: fixed, nx a multiple of 4 so that every block of
-// the factor starts on a vector boundary, and from nx = 12, where its register-blocked products
-// already pay (knot_bench_lq at nx = 12, nu = 4, N = 50: 24 us against the classical 33 us).
+// Sizes that run the square-root recursion first (fixed ones). Its cost follows the padded order
+// round4(nu) + round4(nx), the classical one's grows with nu and nx themselves, so it pays from some nu
+// on at each nx, soonest where nu needs no padding (nu = 4). Backward + forward at N = 50, medians of
+// 5-7 repetitions in us, classical / square root, both recursions side by side in one run (/tmp driver):
+//   nx >= 15, every nu:     (15, 1) 42.6 / 39.9   (15, 4) 54.9 / 41.3   (16, 1) 57.5 / 38.3
+//   nx 11..14 from nu 3:    (11, 3) 28.1 / 25.9   (13, 3) 39.8 / 36.1   (14, 3) 39.6 / 38.2
+//                           (14, 5) 49.4 / 49.3 is a tie; (12, 2) 23.4 / 24.0, (14, 2) 34.8 / 37.6
+//   nx 7..10 at nu 4, 7, 8: (8, 4) 17.6 / 15.3   (10, 4) 23.8 / 22.6   (7, 7) 25.6 / 23.2
+//                           (10, 7) 36.3 / 32.1; (10, 3) 20.0 / 22.3, (7, 5) 18.8 / 22.2, (8, 2) 11.3 / 14.0
+//   (14, 7, 64): 78.2 / 66.2. Below nx = 7 mostly slower ((5, 8) 18.4 / 19.4); (4, 8) and (6, 8),
+//   about 10% faster, are left out.
 template <int NX, int NU>
-inline constexpr bool kSqrt = NX != kDynamic && NU != kDynamic && NX >= 12 && NX % 4 == 0;
+inline constexpr bool kSqrt = NX != kDynamic && NU != kDynamic &&
+                              (NX >= 15 || (NX >= 11 && NU >= 3) || (NX >= 8 && NU == 4) || (NX >= 7 && NU >= 7));
 
 #if KNOT_GEMM_TILE_SIMD
 using linalg::detail::Tile4;
@@ -280,8 +293,8 @@ int chol_panel(int j0, int jb, double* H, int ld, const double* h0, int ld0, con
 
 // Rows and columns jb .. N-1 of H <- the lower Cholesky factor of G + Nm Nm' (N x N, N % 4 == 0,
 // Nm N x KN; columns before jb of H hold a finished factor, or zeros). G is read from H above
-// column NU4 and from Q (nx x nx, entry (i, j) of G at Q[(i - NU4) + (j - NU4) ldq]) from there on,
-// only its lower triangle and the diagonal blocks. Left-looking by panels of 4 columns: each tile
+// column NU4 and from Q (N - NU4 square, entry (i, j) of G at Q[(i - NU4) + (j - NU4) ldq]) from there
+// on, only its lower triangle and the diagonal blocks. Left-looking by panels of 4 columns: each tile
 // sums its Nm Nm' and -L L' terms in registers, so Nm Nm' is never stored. Writes zeros in H's
 // strict upper triangle within the diagonal blocks. Returns 0, or j + 1 for the first pivot j that
 // is not positive and finite (H then partly overwritten).
@@ -295,14 +308,22 @@ int chol_update(int jb, double* H, int ld, const double* Q, int ldq, const doubl
   return 0;
 }
 
-// Layout of the square-root factor of a stage, order n = nu4 + nx with nu4 = round4(nu): rows and
-// columns nu .. nu4-1 are a unit pivot that couples to nothing (so L, Y and Lk all start on vector
-// boundaries): F = [L 0 0; 0 I 0; Y 0 Lk] with L nu x nu, Y nx x nu at row nu4, Lk at (nu4, nu4).
+// Layout of the square-root factor of a stage, order n = nu4 + nx4 with nu4 = round4(nu), nx4 =
+// round4(nx): rows and columns nu .. nu4-1 and nu4 + nx .. n-1 are unit pivots that couple to nothing
+// (so L, Y and Lk all start on vector boundaries and every panel is 4 columns wide):
+// F = [L 0 0 0; 0 I 0 0; Y 0 Lk 0; 0 0 0 I] with L nu x nu, Y nx x nu at row nu4, Lk at (nu4, nu4).
+// The padding is the exact problem with nx4 states, the nx4 - nx extra ones decoupled: A4 = [A 0; 0 0],
+// B4 = [B; 0], Q4 = [Q 0; 0 I], S4 = [S 0] give P4 = [P 0; 0 I] at every stage. As the padded states
+// come last, no real entry of a factor depends on them (a Cholesky factor's leading block is that of
+// the leading block); they only need positive pivots. Vectors are never padded: every product on them
+// runs over the nx real rows (gemv_tile takes any fixed size), so nothing reads or writes past a
+// stage's entries.
 template <int NX, int NU>
 struct SqrtLayout {
-  static constexpr int nu4 = round4(NU), n = nu4 + NX, ld = n;
+  static constexpr int nx4 = round4(NX), nu4 = round4(NU), n = nu4 + nx4, ld = n;
   static constexpr std::size_t block = static_cast<std::size_t>(ld) * n;
   static constexpr int lp = nu4 + nu4 * ld;  // offset of Lk
+  static constexpr bool padded = nx4 != NX;
 };
 
 // Square-root backward recursion (P_{k+1} = Lp Lp', Lp lower with a zero strict upper triangle):
@@ -315,9 +336,27 @@ struct SqrtLayout {
 template <int NX, int NU>
 bool sqrt_backward(int, int, int N, const LqData& d, const RiccatiWork& w) {
   using Lay = SqrtLayout<NX, NU>;
-  constexpr int nx = NX, nu = NU, nu4 = Lay::nu4, n = Lay::n, ld = Lay::ld;
+  constexpr int nx = NX, nu = NU, nx4 = Lay::nx4, nu4 = Lay::nu4, n = Lay::n, ld = Lay::ld;
   Serial g;
-  if (chol_update<n, 0, nu4>(nu4, w.F + N * Lay::block, ld, d.Q_k(N), nx, nullptr, ld) != 0) return false;
+  // The state block of the matrix to factor as chol_update reads it (nx4 x nx4, lower triangle and
+  // diagonal blocks): Q_k itself, or, padded, its lower triangle copied into Q4 = [Q_k 0; 0 I], whose
+  // other entries are set once here (chol_update would read past Q_k's block).
+  if constexpr (Lay::padded) {
+    std::fill(w.Q4, w.Q4 + nx4 * nx4, 0.0);
+    for (int i = nx; i < nx4; ++i) w.Q4[i + i * nx4] = 1.0;
+  }
+  auto state_block = [&](int k) -> const double* {
+    if constexpr (Lay::padded) {
+      const double* Q = d.Q_k(k);
+      // Unrolled, so that every column's copy has a fixed length (no call to memcpy).
+      KNOT_UNROLL for (int j = 0; j < nx; ++j)
+        std::memcpy(w.Q4 + j + j * nx4, Q + j + j * nx, (nx - j) * sizeof(double));
+      return w.Q4;
+    } else {
+      return d.Q_k(k);
+    }
+  };
+  if (chol_update<n, 0, nu4>(nu4, w.F + N * Lay::block, ld, state_block(N), nx4, nullptr, ld) != 0) return false;
   std::memcpy(w.p + static_cast<std::size_t>(N) * nx, d.q_k(N), nx * sizeof(double));
   for (int k = N - 1; k >= 0; --k) {
     const double* A = d.A_k(k);
@@ -330,7 +369,8 @@ bool sqrt_backward(int, int, int N, const LqData& d, const RiccatiWork& w) {
     double* pk = w.p + static_cast<std::size_t>(k) * nx;
     double* kt = w.kt + static_cast<std::size_t>(k) * nu;
 
-    // Xt = [B'; 0; A'], Nm = Xt Lp.
+    // Xt = [B'; 0; A'] (transpose_tiles writes the zero rows and columns of the padding), Nm = Xt Lp
+    // (Lp's real nx x nx block: its padded columns would add zero columns to Nm).
     transpose_tiles<nx, nu>(B, nx, w.Xt, ld);
     transpose_tiles<nx, nx>(A, nx, w.Xt + nu4, ld);
     linalg::gemm_tile<Trans::No, n, nx, nx, linalg::TileShape::LowerB>(1.0, w.Xt, ld, Lp, ld, 0.0, w.Nm, ld);
@@ -338,15 +378,16 @@ bool sqrt_backward(int, int, int N, const LqData& d, const RiccatiWork& w) {
     for (int j = 0; j < nu4; ++j)
       for (int i = j; i < nu4; ++i) F[i + j * ld] = j < nu && i < nu ? R[i + j * nu] : i == j ? 1.0 : 0.0;
     transpose_tiles<nu, nx>(S, nu, F + nu4, ld);
-    if (chol_update<n, nx, nu4>(0, F, ld, d.Q_k(k), nx, w.Nm, ld) != 0) return false;
+    if (chol_update<n, nx, nu4>(0, F, ld, state_block(k), nx4, w.Nm, ld) != 0) return false;
 
-    // pc = P c + p, [hu; 0; hx] = [r; 0; q] + Xt pc, kt = L^-1 hu, p_k = hx - Y kt.
+    // pc = P c + p, [hu; 0; hx] = [r; 0; q] + Xt pc, kt = L^-1 hu, p_k = hx - Y kt (the nu4 + nx rows
+    // of h that are not padding).
     linalg::gemv_tile_t<nx, nx, true>(Lp, ld, d.c_k(k), 0.0, w.t);
     std::memcpy(w.pc, p, nx * sizeof(double));
     linalg::gemv_tile_n<nx, nx, true>(Lp, ld, w.t, w.pc);
     for (int i = 0; i < nu4; ++i) w.h[i] = i < nu ? d.r_k(k)[i] : 0.0;
     std::memcpy(w.h + nu4, d.q_k(k), nx * sizeof(double));
-    linalg::gemv_tile_n<n, nx, false>(w.Xt, ld, w.pc, w.h);
+    linalg::gemv_tile_n<nu4 + nx, nx, false>(w.Xt, ld, w.pc, w.h);
     std::memcpy(kt, w.h, nu * sizeof(double));
     linalg::trsv<Uplo::Lower, Trans::No, NU>(g, nu, F, ld, kt);
     std::memcpy(pk, w.h + nu4, nx * sizeof(double));
@@ -381,7 +422,7 @@ void sqrt_backward_vectors(int, int, int N, const LqData& d, const RiccatiWork& 
 
 // Forward rollout on the square-root factors: u_k = -L^-T (Y' x_k + kt), lambda_k = Lk (Lk' x_k) + p_k.
 template <int NX, int NU>
-void sqrt_forward(int, int, int N, const LqData& d, const RiccatiWork& w, LqSolution& s) {
+void sqrt_forward(int, int, int N, const LqData& d, const RiccatiWork& w, LqSolution& s, bool costate) {
   using Lay = SqrtLayout<NX, NU>;
   constexpr int nx = NX, nu = NU, nu4 = Lay::nu4, ld = Lay::ld;
   Serial g;
@@ -399,6 +440,7 @@ void sqrt_forward(int, int, int N, const LqData& d, const RiccatiWork& w, LqSolu
     linalg::gemv_tile_n<nx, nx, false>(d.A_k(k), nx, x, xn);
     linalg::gemv_tile_n<nx, nu, false>(d.B_k(k), nx, u, xn);
   }
+  if (!costate) return;
   for (int k = 0; k <= N; ++k) {
     const double* Lp = w.F + k * Lay::block + Lay::lp;
     double* lam = s.lambda_k(k);
@@ -412,7 +454,8 @@ void sqrt_forward(int, int, int N, const LqData& d, const RiccatiWork& w, LqSolu
 class RiccatiBackend final : public LqBackend {
  public:
   RiccatiBackend(int nx, int nu, int N) : nx_(nx), nu_(nu), N_(N) {
-    bool sqrt = false;
+    auto line = [](std::size_t n) { return (n + 7) / 8 * 8; };  // whole cache lines, as the arena's arrays
+    std::size_t sqrt_ld = 0, sqrt_nx4 = 0, sqrt_q4 = 0;            // SqrtLayout's ld, nx4, the Q4 scratch
     dispatch_sizes<RiccatiNx, ControlSizes>(nx, nu, [&](auto NX, auto NU) {
       constexpr int X = decltype(NX)::value, U = decltype(NU)::value;
       backward_ = &riccati_backward<X, U>;
@@ -420,21 +463,24 @@ class RiccatiBackend final : public LqBackend {
       vectors_ = &riccati_backward_vectors<X, U>;
 #if KNOT_GEMM_TILE_SIMD
       if constexpr (kSqrt<X, U>) {
-        sqrt = true;
+        using Lay = SqrtLayout<X, U>;
+        sqrt_ld = Lay::ld, sqrt_nx4 = Lay::nx4, sqrt_q4 = Lay::padded ? sqrt_nx4 * sqrt_nx4 : 0;
         sqrt_backward_ = &sqrt_backward<X, U>;
         sqrt_forward_ = &sqrt_forward<X, U>;
         sqrt_vectors_ = &sqrt_backward_vectors<X, U>;
       }
 #endif
     });
+    const bool sqrt = sqrt_ld > 0;
     // One solve uses one recursion's matrices, so the square-root ones share the classical ones'
     // space (p, kt and pc serve both). Every entry either path reads is written earlier in the same solve.
     const std::size_t sxx = static_cast<std::size_t>(nx) * nx, sxu = static_cast<std::size_t>(nx) * nu;
-    const std::size_t ld = (nu + 3) / 4 * 4 + nx;
-    auto line = [](std::size_t n) { return (n + 7) / 8 * 8; };  // whole cache lines, as the arena's arrays
+    const std::size_t ld = sqrt_ld, nx4 = sqrt_nx4;
     const std::size_t classical = line((N + 1) * sxx) + line(static_cast<std::size_t>(N) * nu * nu) + line(N * sxu) +
                                   2 * line(sxx) + line(sxu),
-                      square_root = sqrt ? line((N + 1) * ld * ld) + 2 * line(ld * nx) + line(ld) + line(nx) : 0;
+                      square_root = sqrt ? line((N + 1) * ld * ld) + line(ld * nx4) + line(ld * nx) + line(ld) +
+                                               line(nx) + line(sqrt_q4)
+                                         : 0;
     const std::size_t oM = arena_.reserve(std::max(classical, square_root)),
                       op = arena_.reserve(static_cast<std::size_t>(N + 1) * nx),
                       okt = arena_.reserve(static_cast<std::size_t>(N) * nu), opc = arena_.reserve(nx);
@@ -453,40 +499,30 @@ class RiccatiBackend final : public LqBackend {
     if (sqrt) {
       m = arena_.at(oM);
       w_.F = take((N + 1) * ld * ld);
-      w_.Xt = take(ld * nx);
+      w_.Xt = take(ld * nx4);
       w_.Nm = take(ld * nx);
       w_.h = take(ld);
       w_.t = take(nx);
+      w_.Q4 = take(sqrt_q4);
     }
   }
 
   // The square-root recursion where the sizes have one; at its first failing pivot (a positive
   // semidefinite P_k, or a Huu that is not positive definite) the classical one, which needs only
   // Huu positive definite and reports the failing stage.
-  LqStatus solve(const LqData& d, LqSolution& s, LqStats& stats) override {
-    stats.linsys = Linsys::Riccati;
-    sqrt_used_ = sqrt_backward_ != nullptr && sqrt_backward_(nx_, nu_, N_, d, w_);
-    if (sqrt_used_) {
-      sqrt_forward_(nx_, nu_, N_, d, w_, s);
-      return solution_finite(s) ? LqStatus::Solved : LqStatus::NonFinite;
-    }
-    const int failed = backward_(nx_, nu_, N_, d, w_);
-    if (failed >= 0) {
-      stats.failed_stage = failed;
-      return data_finite(d) ? LqStatus::NotPositiveDefinite : LqStatus::NonFinite;
-    }
-    forward_(nx_, nu_, N_, d, w_, s);
-    return solution_finite(s) ? LqStatus::Solved : LqStatus::NonFinite;
+  LqStatus solve(const LqData& d, LqSolution& s, LqStats& stats) override { return factor_solve(d, s, stats, true); }
+  LqStatus solve_primal(const LqData& d, LqSolution& s, LqStats& stats) override {
+    return factor_solve(d, s, stats, false);
   }
 
   LqStatus resolve(const LqData& d, LqSolution& s, LqStats& stats) override {
     stats.linsys = Linsys::Riccati;
     if (sqrt_used_) {
       sqrt_vectors_(nx_, nu_, N_, d, w_);
-      sqrt_forward_(nx_, nu_, N_, d, w_, s);
+      sqrt_forward_(nx_, nu_, N_, d, w_, s, true);
     } else {
       vectors_(nx_, nu_, N_, d, w_);
-      forward_(nx_, nu_, N_, d, w_, s);
+      forward_(nx_, nu_, N_, d, w_, s, true);
     }
     return solution_finite(s) ? LqStatus::Solved : LqStatus::NonFinite;
   }
@@ -494,14 +530,34 @@ class RiccatiBackend final : public LqBackend {
   std::size_t bytes() const override { return arena_.bytes() + sizeof(*this); }
 
  private:
+  // costate false: lambda is neither formed nor checked (solve_primal).
+  LqStatus factor_solve(const LqData& d, LqSolution& s, LqStats& stats, bool costate) {
+    stats.linsys = Linsys::Riccati;
+    const auto finite = [&] {
+      return costate ? solution_finite(s) : all_finite(s.x.data(), s.x.size()) && all_finite(s.u.data(), s.u.size());
+    };
+    sqrt_used_ = sqrt_backward_ != nullptr && sqrt_backward_(nx_, nu_, N_, d, w_);
+    if (sqrt_used_) {
+      sqrt_forward_(nx_, nu_, N_, d, w_, s, costate);
+      return finite() ? LqStatus::Solved : LqStatus::NonFinite;
+    }
+    const int failed = backward_(nx_, nu_, N_, d, w_);
+    if (failed >= 0) {
+      stats.failed_stage = failed;
+      return data_finite(d) ? LqStatus::NotPositiveDefinite : LqStatus::NonFinite;
+    }
+    forward_(nx_, nu_, N_, d, w_, s, costate);
+    return finite() ? LqStatus::Solved : LqStatus::NonFinite;
+  }
+
   int nx_, nu_, N_;
   Arena arena_;
   RiccatiWork w_{};
   int (*backward_)(int, int, int, const LqData&, const RiccatiWork&) = nullptr;
-  void (*forward_)(int, int, int, const LqData&, const RiccatiWork&, LqSolution&) = nullptr;
+  void (*forward_)(int, int, int, const LqData&, const RiccatiWork&, LqSolution&, bool) = nullptr;
   void (*vectors_)(int, int, int, const LqData&, const RiccatiWork&) = nullptr;
   bool (*sqrt_backward_)(int, int, int, const LqData&, const RiccatiWork&) = nullptr;
-  void (*sqrt_forward_)(int, int, int, const LqData&, const RiccatiWork&, LqSolution&) = nullptr;
+  void (*sqrt_forward_)(int, int, int, const LqData&, const RiccatiWork&, LqSolution&, bool) = nullptr;
   void (*sqrt_vectors_)(int, int, int, const LqData&, const RiccatiWork&) = nullptr;
   bool sqrt_used_ = false;  // by the last solve
 };

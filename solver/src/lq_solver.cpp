@@ -183,6 +183,15 @@ LqStatus LqSolver::solve(const LqData& data, LqSolution& solution) {
   return m.last;
 }
 
+LqStatus LqSolver::solve_primal(const LqData& data, LqSolution& solution) {
+  Impl& m = *impl_;
+  check_sizes(*this, data, solution, "LqSolver::solve_primal");
+  m.stats = LqStats{};
+  m.stats.linsys = m.linsys;
+  m.last = m.backend->solve_primal(data, solution, m.stats);
+  return m.last;
+}
+
 LqStatus LqSolver::resolve(const LqData& data, LqSolution& solution) {
   Impl& m = *impl_;
   check_sizes(*this, data, solution, "LqSolver::resolve");

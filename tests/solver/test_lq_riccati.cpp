@@ -2,6 +2,9 @@
 // a non-convex stage, non-finite data.
 #include <gtest/gtest.h>
 
+#include <utility>
+
+#include "knot/linalg/dense/gemm_tile.hpp"  // KNOT_GEMM_TILE_SIMD: the square-root path needs it
 #include "test_lq_common.hpp"
 
 namespace knot::test {
@@ -126,15 +129,28 @@ TEST(LqRiccati, RunTimeSizesMatchDenseKkt) {
   }
 }
 
-// ---- The square-root recursion (fixed nx in {12, 16, 20, 24, 28, 32}, nu <= 8) and its fallback
+// ---- The square-root recursion and its fallback
 
-// Every size the square-root path serves, against the dense KKT solve, for positive definite costs
-// (square root throughout) and semidefinite ones (P singular: the classical restart); resolve()
-// afterwards reuses whichever recursion ran.
+// The fixed sizes lq_riccati.cpp's kSqrt serves by the square-root recursion (state and control
+// padded to multiples of 4 inside it); SquareRootPathServesItsSizes checks that this copy matches.
+bool square_root_served(int nx, int nu) {
+  const bool fixed = (nx <= 16 || nx == 20 || nx == 24 || nx == 28 || nx == 32) && nu <= 8;
+  return KNOT_GEMM_TILE_SIMD && fixed &&
+         (nx >= 15 || (nx >= 11 && nu >= 3) || (nx >= 8 && nu == 4) || (nx >= 7 && nu >= 7));
+}
+
+// Every size the square-root path serves up to nx = 16 (those with nx % 4 != 0 pad their state), and
+// nx = 20..32 with a few nu, against the dense KKT solve, for positive definite costs (square root
+// throughout) and semidefinite ones (P singular: the classical restart); resolve() afterwards reuses
+// whichever recursion ran. The solutions start poisoned with NaN, so a padded product that read an
+// entry of the next stage before it is written (x_{k+1} while x_k is used) would show as NaN.
 TEST(LqRiccati, SquareRootPathMatchesDenseKkt) {
   Rng rng(5);
-  for (const int nx : {12, 16, 20, 24, 28, 32})
-    for (const int nu : {1, 3, 7, 8})
+  int sizes = 0;
+  for (const int nx : {7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 20, 24, 28, 32})
+    for (int nu = 1; nu <= 8; ++nu) {
+      if (!square_root_served(nx, nu) || (nx > 16 && nu != 1 && nu != 3 && nu != 7 && nu != 8)) continue;
+      ++sizes;
       for (const int N : {1, 3, 9})
         for (const Cost cost : {Cost::PositiveDefinite, Cost::ZeroStateWeights, Cost::TerminalOnly}) {
           SCOPED_TRACE(testing::Message() << "nx " << nx << " nu " << nu << " N " << N << " cost "
@@ -153,41 +169,82 @@ TEST(LqRiccati, SquareRootPathMatchesDenseKkt) {
           ASSERT_EQ(s.resolve(e, again), LqStatus::Solved);
           EXPECT_LT(solution_error(again, unpack(kkt_e, dense_solve(kkt_e))), kSolTol);
         }
+    }
+  EXPECT_EQ(sizes, KNOT_GEMM_TILE_SIMD ? 11 + 24 + 16 + 16 : 0);
+}
+
+// Which recursion ran, seen from outside: the square-root one factors Q_N from its lower triangle
+// alone, the classical one multiplies by all of P_N = Q_N. So with Q_N's strict upper triangle
+// changed (data outside the contract, which asks for Q_N symmetric), a solve still matches the dense
+// KKT solve of the symmetric data exactly when the square root ran, and every other size (the
+// negative control) misses it. This pins the sizes served and catches a square-root path that no
+// longer runs (say, a padding whose unit pivots came out non-positive: the silent classical restart
+// would still give right answers to every other test).
+TEST(LqRiccati, SquareRootPathServesItsSizes) {
+  Rng rng(8);
+  int served = 0;
+  // From nx = 2: nx = 1 has no upper triangle to change.
+  for (const int nx : {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 20, 24, 28, 32})
+    for (const int nu : {1, 2, 3, 4, 5, 6, 7, 8, 9}) {
+      SCOPED_TRACE(testing::Message() << "nx " << nx << " nu " << nu);
+      const int N = 3;
+      const LqData d = random_lq(rng, nx, nu, N);
+      const DenseKkt kkt = dense_kkt(d);
+      const LqSolution ref = unpack(kkt, dense_solve(kkt));
+      LqData e = d;
+      double* QN = e.Q_k(N);
+      for (int j = 1; j < nx; ++j)
+        for (int i = 0; i < j; ++i) QN[i + j * nx] += 0.25;
+      LqStatus st;
+      const LqSolution sol = solve_riccati(e, &st);
+      const bool matches = st == LqStatus::Solved && solution_error(sol, ref) < kSolTol;
+      const bool expected = square_root_served(nx, nu);
+      EXPECT_EQ(matches, expected);
+      served += expected;
+    }
+  EXPECT_EQ(served, KNOT_GEMM_TILE_SIMD ? 11 + 24 + 16 + 32 : 0);
 }
 
 // A non-convex stage still names its stage (the classical restart reports it), for semidefinite and
-// definite costs; NaN gives NonFinite, and the same solver then solves clean data.
+// definite costs; NaN gives NonFinite, and the same solver then solves clean data. A padded size
+// (nx = 13, 15) and a multiple of 4 each.
 TEST(LqRiccati, SquareRootPathStatuses) {
   Rng rng(6);
-  for (const int bad : {0, 5, 9}) {
-    for (const Cost cost : {Cost::TerminalOnly, Cost::PositiveDefinite}) {
-      LqData d = random_lq(rng, 28, 7, 10, cost);
-      put(-50.0 * Mat::Identity(7, 7), d.R_k(bad));
-      LqSolver s(28, 7, 10, with(Linsys::Riccati));
-      LqSolution sol(28, 7, 10);
-      EXPECT_EQ(s.solve(d, sol), LqStatus::NotPositiveDefinite);
-      EXPECT_EQ(s.stats().failed_stage, bad);
+  for (const auto& [nx, nu] : {std::pair{28, 7}, std::pair{13, 4}}) {
+    ASSERT_TRUE(square_root_served(nx, nu) || !KNOT_GEMM_TILE_SIMD);
+    for (const int bad : {0, 5, 9}) {
+      for (const Cost cost : {Cost::TerminalOnly, Cost::PositiveDefinite}) {
+        LqData d = random_lq(rng, nx, nu, 10, cost);
+        put(-50.0 * Mat::Identity(nu, nu), d.R_k(bad));
+        LqSolver s(nx, nu, 10, with(Linsys::Riccati));
+        LqSolution sol(nx, nu, 10);
+        EXPECT_EQ(s.solve(d, sol), LqStatus::NotPositiveDefinite) << nx;
+        EXPECT_EQ(s.stats().failed_stage, bad) << nx;
+      }
     }
   }
-  const LqData clean = random_lq(rng, 24, 3, 8);
-  LqSolver s(24, 3, 8, with(Linsys::Riccati));
-  for (int which = 0; which < 4; ++which) {
-    LqData d = clean;
-    (which == 0 ? d.R[4] : which == 1 ? d.c[7] : which == 2 ? d.A[40] : d.x_init[1]) = kNaN;
-    LqSolution sol(24, 3, 8);
-    EXPECT_EQ(s.solve(d, sol), LqStatus::NonFinite) << which;
+  for (const auto& [nx, nu] : {std::pair{24, 3}, std::pair{15, 3}}) {
+    ASSERT_TRUE(square_root_served(nx, nu) || !KNOT_GEMM_TILE_SIMD);
+    const LqData clean = random_lq(rng, nx, nu, 8);
+    LqSolver s(nx, nu, 8, with(Linsys::Riccati));
+    for (int which = 0; which < 4; ++which) {
+      LqData d = clean;
+      (which == 0 ? d.R[4] : which == 1 ? d.c[7] : which == 2 ? d.A[40] : d.x_init[1]) = kNaN;
+      LqSolution sol(nx, nu, 8);
+      EXPECT_EQ(s.solve(d, sol), LqStatus::NonFinite) << nx << " " << which;
+    }
+    LqSolution sol(nx, nu, 8);
+    ASSERT_EQ(s.solve(clean, sol), LqStatus::Solved);
+    const DenseKkt kkt = dense_kkt(clean);
+    EXPECT_LT(solution_error(sol, unpack(kkt, dense_solve(kkt))), kSolTol) << nx;
   }
-  LqSolution sol(24, 3, 8);
-  ASSERT_EQ(s.solve(clean, sol), LqStatus::Solved);
-  const DenseKkt kkt = dense_kkt(clean);
-  EXPECT_LT(solution_error(sol, unpack(kkt, dense_solve(kkt))), kSolTol);
 }
 
 // One solver alternating between the two recursions (they share a workspace), each followed by a
-// resolve().
+// resolve(); nx = 14 pads its state.
 TEST(LqRiccati, SquareRootAndClassicalAlternate) {
   Rng rng(9);
-  for (const int nx : {20, 28}) {
+  for (const int nx : {14, 20, 28}) {
     const int nu = 5, N = 9;
     LqSolver s(nx, nu, N, with(Linsys::Riccati));
     for (int rep = 0; rep < 6; ++rep) {

@@ -2,6 +2,9 @@
 // residual function, and agreement of all backends on one answer.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -152,6 +155,59 @@ TEST(LqSolver, ResolveWithNewVectorsEqualsAFullSolve) {
   ASSERT_EQ(s.resolve(e, a), LqStatus::Solved);
   ASSERT_EQ(fresh.solve(e, b), LqStatus::Solved);
   EXPECT_GT(solution_error(a, b), 1e-3);
+}
+
+// solve_primal() gives solve()'s x and u bit for bit on every backend (the same arithmetic), and a
+// resolve() after it equals one after solve(). Riccati leaves lambda as it was (the costate sweep is
+// what it skips: a sentinel survives); the others fill it.
+TEST(LqSolver, SolvePrimalGivesTheSameStep) {
+  Rng rng(48);
+  std::vector<LqSize> sizes = kLqSizes;
+  for (const LqSize z : {LqSize{16, 4, 6}, LqSize{28, 7, 5}, LqSize{14, 7, 5}}) sizes.push_back(z);  // square-root path
+  for (const LqSize& z : sizes) {
+    SCOPED_TRACE(testing::Message() << "nx " << z.nx << " nu " << z.nu << " N " << z.N);
+    const LqData d = random_lq(rng, z.nx, z.nu, z.N);
+    LqData e = random_lq(rng, z.nx, z.nu, z.N);
+    e.A = d.A, e.B = d.B, e.Q = d.Q, e.R = d.R, e.S = d.S;
+    for (const Linsys l : {Linsys::Riccati, Linsys::Bdsv, Linsys::KktLdlt, Linsys::Pcg}) {
+      LqSolver full(z.nx, z.nu, z.N, with(l)), primal(z.nx, z.nu, z.N, with(l));
+      LqSolution a(z.nx, z.nu, z.N), b = poisoned_solution(z.nx, z.nu, z.N);
+      std::fill(b.lambda.begin(), b.lambda.end(), 7.0);
+      ASSERT_EQ(full.solve(d, a), LqStatus::Solved);
+      ASSERT_EQ(primal.solve_primal(d, b), LqStatus::Solved) << solver::to_string(l);
+      EXPECT_TRUE(bitwise_equal(a.x, b.x) && bitwise_equal(a.u, b.u)) << solver::to_string(l);
+      const bool kept = std::all_of(b.lambda.begin(), b.lambda.end(), [](double v) { return v == 7.0; });
+      EXPECT_EQ(kept, l == Linsys::Riccati) << solver::to_string(l);
+      LqSolution ra(z.nx, z.nu, z.N), rb(z.nx, z.nu, z.N);
+      ASSERT_EQ(full.resolve(e, ra), LqStatus::Solved);
+      ASSERT_EQ(primal.resolve(e, rb), LqStatus::Solved);
+      EXPECT_TRUE(bitwise_equal(ra.x, rb.x) && bitwise_equal(ra.u, rb.u) && bitwise_equal(ra.lambda, rb.lambda))
+          << solver::to_string(l);
+    }
+  }
+}
+
+// The finiteness check on the solution (on the bits: an all-ones exponent) catches +Inf and -Inf as
+// well as NaN where they only reach the result, in every entry position modulo the check's four
+// lanes, while the largest finite magnitudes pass (the control: a wrong mask would flag them).
+TEST(LqSolver, InfinitiesInTheResultAreNonFinite) {
+  Rng rng(49);
+  const LqData clean = random_lq(rng, 5, 2, 8);
+  for (const double bad : {kNaN, std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()})
+    for (int at = 0; at < 4; ++at)
+      for (const bool primal : {false, true}) {
+        LqData d = clean;
+        d.c[10 + at] = bad;  // reaches x from stage 2 on
+        LqSolver s(5, 2, 8, with(Linsys::Riccati));
+        LqSolution sol(5, 2, 8);
+        EXPECT_EQ(primal ? s.solve_primal(d, sol) : s.solve(d, sol), LqStatus::NonFinite) << bad << " " << at;
+      }
+  LqData big = clean;
+  for (double& v : big.x_init) v *= 1e300;  // x, lambda near 1e300: finite
+  LqSolver s(5, 2, 8, with(Linsys::Riccati));
+  LqSolution sol(5, 2, 8);
+  ASSERT_EQ(s.solve(big, sol), LqStatus::Solved);
+  EXPECT_GT(std::max(std::abs(sol.x[0]), std::abs(sol.x[1])), 1e299);
 }
 
 TEST(LqSolver, ResolveNeedsASuccessfulSolve) {

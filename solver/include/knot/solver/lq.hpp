@@ -186,6 +186,11 @@ class LqSolver {
   // O(N nx^3); the other backends solve in full. Allocates nothing; returns the last solve()'s
   // status without solving when that was not Solved (NonFinite before the first solve).
   LqStatus resolve(const LqData& data, LqSolution& solution);
+  // As solve(), for callers that need the multipliers of some solves only (an interior point's
+  // predictor): only x and u are guaranteed. Riccati skips the costate sweep lambda_k = P_k x_k + p_k
+  // (lambda keeps what it held; its finiteness is not checked); the other backends compute lambda
+  // anyway. resolve() afterwards works as after solve().
+  LqStatus solve_primal(const LqData& data, LqSolution& solution);
 
   const LqStats& stats() const;
   const LqOptions& options() const;

@@ -87,9 +87,10 @@ struct LqIpmOptions {
   // tau = max(tau_min, 1 - mu) (close to 1 as the iterates converge).
   double tau_min = 0.99;
   // Start: x = u = lambda = 0 (the first Newton step makes the dynamics exact), slacks
-  // s = max(distance of the start to the bound, init_slack), multipliers z = init_dual.
-  double init_slack = 1.0;
-  double init_dual = 1.0;
+  // s = max(distance of the start to the bound, init_slack), multipliers z = init_dual
+  // (docs/solver-lq.md: how these defaults were chosen).
+  double init_slack = 0.1;
+  double init_dual = 2.0;
 
   // Names the first invalid field and its value; empty when valid.
   std::string validate() const;
