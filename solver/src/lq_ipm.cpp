@@ -91,7 +91,9 @@ struct BoundSet {
   double* w = nullptr;   // per-bound terms of the reductions
 
   // One pass over the set each. v, dv: the iterate's and the step's vector (x or u); entries
-  // v[idx[i]] are gathered into a contiguous array first so that the arithmetic vectorizes.
+  // v[idx[i]] are gathered into a contiguous array first so that the arithmetic vectorizes, and the
+  // members are read into restrict-qualified locals (a store through a double* could alias them, and
+  // the compiler would then reload them in every iteration and not vectorize).
   // rp = sg (v - b) - s; the largest |rp|, the sum and the largest of s z into res, sum_sz, max_sz.
   void primal_residual(const double* v, double& res, double& sum_sz, double& max_sz) const;
   // is = 1 / s; Sigma = z / s onto the diagonal entries of M, sg (z + Sigma rp) onto h.
@@ -127,14 +129,8 @@ double sum_of(const double* v, int n) {
   return (a[0] + a[1]) + (a[2] + a[3]);
 }
 
-
-// The residuals of (x, u, lambda) without the bound multipliers, into w's vectors (the right-hand
-// side of the Newton system):
-//   w.q_k = Q_k x_k + S_k' u_k + q_k - lambda_k + A_k' lambda_{k+1}   (k < N; k = N: Q_N x_N + q_N - lambda_N)
-//   w.r_k = R_k u_k + S_k x_k + r_k + B_k' lambda_{k+1}
-//   w.c_k = A_k x_k + B_k u_k + c_k - x_{k+1},   w.x_init = x_init - x_0
 void BoundSet::primal_residual(const double* KNOT_RESTRICT v, double& res, double& sum_sz, double& max_sz) const {
-  const int n = this->n;  // members in locals: a store through a double* could alias them
+  const int n = this->n;
   const double sg = this->sg;
   const int *KNOT_RESTRICT idx = this->idx;
   double *KNOT_RESTRICT r = rp, *KNOT_RESTRICT a = ds, *KNOT_RESTRICT t = w;  // ds: scratch here
@@ -151,7 +147,7 @@ void BoundSet::primal_residual(const double* KNOT_RESTRICT v, double& res, doubl
 }
 
 void BoundSet::barrier_terms(double* KNOT_RESTRICT M, double* KNOT_RESTRICT h) const {
-  const int n = this->n;  // members in locals: a store through a double* could alias them
+  const int n = this->n;
   const double sg = this->sg;
   const int *KNOT_RESTRICT idx = this->idx;
   double* KNOT_RESTRICT iv = is;
@@ -165,7 +161,7 @@ void BoundSet::barrier_terms(double* KNOT_RESTRICT M, double* KNOT_RESTRICT h) c
 }
 
 double BoundSet::affine_step(const double* KNOT_RESTRICT dv) const {
-  const int n = this->n;  // members in locals: a store through a double* could alias them
+  const int n = this->n;
   const double sg = this->sg;
   const int *KNOT_RESTRICT idx = this->idx;
   double *KNOT_RESTRICT d = ds, *KNOT_RESTRICT e = dz, *KNOT_RESTRICT t = w;
@@ -181,7 +177,7 @@ double BoundSet::affine_step(const double* KNOT_RESTRICT dv) const {
 }
 
 double BoundSet::complementarity_after(double a) const {
-  const int n = this->n;  // members in locals: a store through a double* could alias them
+  const int n = this->n;
   double* KNOT_RESTRICT t = w;
   const double *KNOT_RESTRICT ss = s, *KNOT_RESTRICT zz = z, *KNOT_RESTRICT d = ds, *KNOT_RESTRICT e = dz;
   for (int i = 0; i < n; ++i) t[i] = (ss[i] + a * d[i]) * (zz[i] + a * e[i]);
@@ -189,7 +185,7 @@ double BoundSet::complementarity_after(double a) const {
 }
 
 void BoundSet::corrector_terms(double sigma_mu, double* KNOT_RESTRICT h) const {
-  const int n = this->n;  // members in locals: a store through a double* could alias them
+  const int n = this->n;
   const double sg = this->sg;
   const int *KNOT_RESTRICT idx = this->idx;
   double* KNOT_RESTRICT e = dz;
@@ -199,7 +195,7 @@ void BoundSet::corrector_terms(double sigma_mu, double* KNOT_RESTRICT h) const {
 }
 
 double BoundSet::combined_step(const double* KNOT_RESTRICT dv) const {
-  const int n = this->n;  // members in locals: a store through a double* could alias them
+  const int n = this->n;
   const double sg = this->sg;
   const int *KNOT_RESTRICT idx = this->idx;
   double *KNOT_RESTRICT d = ds, *KNOT_RESTRICT e = dz, *KNOT_RESTRICT t = w;
@@ -215,7 +211,7 @@ double BoundSet::combined_step(const double* KNOT_RESTRICT dv) const {
 }
 
 void BoundSet::take_step(double alpha) const {
-  const int n = this->n;  // members in locals: a store through a double* could alias them
+  const int n = this->n;
   double *KNOT_RESTRICT ss = s, *KNOT_RESTRICT zz = z;
   const double *KNOT_RESTRICT d = ds, *KNOT_RESTRICT e = dz;
   for (int i = 0; i < n; ++i) {
@@ -224,6 +220,11 @@ void BoundSet::take_step(double alpha) const {
   }
 }
 
+// The residuals of (x, u, lambda) without the bound multipliers, into w's vectors (the right-hand
+// side of the Newton system):
+//   w.q_k = Q_k x_k + S_k' u_k + q_k - lambda_k + A_k' lambda_{k+1}   (k < N; k = N: Q_N x_N + q_N - lambda_N)
+//   w.r_k = R_k u_k + S_k x_k + r_k + B_k' lambda_{k+1}
+//   w.c_k = A_k x_k + B_k u_k + c_k - x_{k+1},   w.x_init = x_init - x_0
 template <int NX, int NU>
 void newton_residuals(int nx_rt, int nu_rt, int N, const LqData& d, const LqIpmSolution& s, LqData& w) {
   const int nx = linalg::extent<NX>(nx_rt), nu = linalg::extent<NU>(nu_rt);
