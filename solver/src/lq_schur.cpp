@@ -18,7 +18,9 @@
 //
 // Singular stage blocks: G_k is only positive semidefinite whenever a state carries no weight. A
 // stage whose Cholesky fails, or whose inverse has a diagonal entry above 1/rho_k (an eigenvalue
-// below about rho_k), uses G_k + rho_k I, rho_k = schur_reg * max_i G_k(i,i). That solves a
+// below about rho_k), uses G_k + rho_k I, rho_k = schur_reg * the median of G_k's diagonal (the
+// median, not the largest entry: an interior point's barrier terms put 1e10 and more on a few
+// diagonal entries, and a shift relative to those would swamp every other direction). That solves a
 // proximal-regularized KKT system; iterative refinement against the unregularized one
 //   (z, lambda) += solve_rho(residual),   residual = (a - G z + C'lambda, b - C z)
 // converges to its solution (a proximal-point iteration, contraction about rho / (rho + mu) with mu
@@ -88,8 +90,14 @@ double stage_inverse(int n_rt, double reg, const double* G, double* F, double* W
   using linalg::Uplo;
   const int n = linalg::extent<NN>(n_rt);
   Serial g;
-  double s = 0.0;
-  for (int i = 0; i < n; ++i) s = std::max(s, G[i + i * n]);
+  // F: scratch until factor_invert. NaN counts as 0 (nth_element needs an ordering; the Cholesky
+  // then fails and the caller reports NonFinite).
+  for (int i = 0; i < n; ++i) F[i] = G[i + i * n] > 0.0 ? G[i + i * n] : 0.0;
+  std::nth_element(F, F + n / 2, F + n);
+  double s = F[n / 2];
+  if (s <= 0.0) {  // more than half the diagonal zero: the largest entry
+    for (int i = 0; i < n; ++i) s = std::max(s, F[i]);
+  }
   if (s <= 0.0) s = 1.0;
   const double rho = reg * s;
   const auto factor_invert = [&](double shift) {

@@ -432,6 +432,33 @@ TEST(LqIpm, EveryBackendGivesTheSameSolution) {
   }
 }
 
+// Bdsv near convergence, where z/s reaches 1e10 and more on the bounded controls: its stage blocks
+// stay unregularized (their scale is the median of the diagonal, not the barrier entries), the
+// Newton systems stay exact (the last one Solved, not MaxIterations of the refinement) and the
+// iteration follows Riccati's. With the largest diagonal entry as the scale these problems stopped
+// NotPositiveDefinite or short of stationarity (checked when the median scale was introduced).
+TEST(LqIpm, BdsvNewtonSystemsStayExactNearConvergence) {
+  Rng rng(79);
+  for (const LqSize z : {LqSize{12, 4, 50}, LqSize{14, 7, 40}}) {
+    for (int rep = 0; rep < 2; ++rep) {
+      SCOPED_TRACE(testing::Message() << "nx " << z.nx << " nu " << z.nu << " N " << z.N << " rep " << rep);
+      const LqData d = random_lq(rng, z.nx, z.nu, z.N);
+      const LqBounds b = box_u(z.nx, z.nu, z.N, 0.5);
+      LqIpmSolver ric(z.nx, z.nu, z.N, ipm_with(Linsys::Riccati)), bd(z.nx, z.nu, z.N, ipm_with(Linsys::Bdsv));
+      LqIpmSolution ref(z.nx, z.nu, z.N), sol(z.nx, z.nu, z.N);
+      ASSERT_EQ(ric.solve(d, b, ref), LqIpmStatus::Solved);
+      const LqIpmStatus st = bd.solve(d, b, sol);
+      ASSERT_EQ(st, LqIpmStatus::Solved) << to_string(st);
+      EXPECT_EQ(bd.stats().lq_status, LqStatus::Solved);
+      EXPECT_LE(std::abs(bd.stats().iterations - ric.stats().iterations), 1);
+      EXPECT_GT(bd.stats().max_complementarity, 0.0);
+      EXPECT_TRUE(kkt_check(d, b, sol).ok());
+      const auto v = [](const std::vector<double>& x) { return Eigen::Map<const Vec>(x.data(), static_cast<Eigen::Index>(x.size())); };
+      EXPECT_LT(rel_err(v(sol.u), v(ref.u)), 1e-7);
+    }
+  }
+}
+
 // A stage cost the barrier terms cannot make convex: a status, no exception.
 TEST(LqIpm, NonConvexProblemIsNotPositiveDefinite) {
   Rng rng(77);

@@ -62,8 +62,8 @@ const char* to_string(LqIpmStatus status);
 struct LqIpmOptions {
   // Backend of the Newton systems. Riccati reuses its factorization in the corrector; the others
   // solve the corrector in full. schur_reg is lowered from LqOptions' 1e-6: the barrier diagonal
-  // Z S^-1 reaches 1e10 and more near the solution, and a regularization relative to the largest
-  // diagonal entry of G_k would swamp its other directions (bdsv's refinement then stalls).
+  // Z S^-1 reaches 1e10 and more near the solution beside O(1) entries, and only a small shift keeps
+  // the refinement short when a stage block does get regularized.
   LqOptions lq = [] {
     LqOptions o;
     o.linsys = Linsys::Riccati;
