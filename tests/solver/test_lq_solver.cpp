@@ -188,8 +188,9 @@ TEST(LqSolver, SolvePrimalGivesTheSameStep) {
 }
 
 // The finiteness check on the solution (on the bits: an all-ones exponent) catches +Inf and -Inf as
-// well as NaN where they only reach the result, in every entry position modulo the check's four
-// lanes, while the largest finite magnitudes pass (the control: a wrong mask would flag them).
+// well as NaN that only reach the result, entering at four consecutive entries (the check's four
+// lanes), with and without the costate; magnitudes near 1e300 pass (the control: a mask that took
+// large exponents for Inf would flag them).
 TEST(LqSolver, InfinitiesInTheResultAreNonFinite) {
   Rng rng(49);
   const LqData clean = random_lq(rng, 5, 2, 8);
