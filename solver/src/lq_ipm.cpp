@@ -107,6 +107,10 @@ struct BoundSet {
   // Combined step ds = sg dv + rp, dz += -z (s + ds) / s; returns the largest of 0, -ds/s, -dz/z.
   double combined_step(const double* dv) const;
   void take_step(double alpha) const;
+  // into[i] = v[idx[i]]: the bounded entries of v, contiguous.
+  void gather(const double* KNOT_RESTRICT v, double* KNOT_RESTRICT into) const {
+    for (int i = 0; i < n; ++i) into[i] = v[idx[i]];
+  }
 };
 
 // Reductions over per-bound terms in four independent chains: in one chain every max or add waits
@@ -132,10 +136,9 @@ double sum_of(const double* v, int n) {
 void BoundSet::primal_residual(const double* KNOT_RESTRICT v, double& res, double& sum_sz, double& max_sz) const {
   const int n = this->n;
   const double sg = this->sg;
-  const int *KNOT_RESTRICT idx = this->idx;
   double *KNOT_RESTRICT r = rp, *KNOT_RESTRICT a = ds, *KNOT_RESTRICT t = w;  // ds: scratch here
   const double *KNOT_RESTRICT bb = b, *KNOT_RESTRICT ss = s, *KNOT_RESTRICT zz = z;
-  for (int i = 0; i < n; ++i) a[i] = v[idx[i]];
+  gather(v, a);
   for (int i = 0; i < n; ++i) {
     r[i] = sg * (a[i] - bb[i]) - ss[i];
     a[i] = std::abs(r[i]);
@@ -163,10 +166,9 @@ void BoundSet::barrier_terms(double* KNOT_RESTRICT M, double* KNOT_RESTRICT h) c
 double BoundSet::affine_step(const double* KNOT_RESTRICT dv) const {
   const int n = this->n;
   const double sg = this->sg;
-  const int *KNOT_RESTRICT idx = this->idx;
   double *KNOT_RESTRICT d = ds, *KNOT_RESTRICT e = dz, *KNOT_RESTRICT t = w;
   const double *KNOT_RESTRICT ss = s, *KNOT_RESTRICT zz = z, *KNOT_RESTRICT r = rp, *KNOT_RESTRICT iv = is;
-  for (int i = 0; i < n; ++i) d[i] = dv[idx[i]];
+  gather(dv, d);
   for (int i = 0; i < n; ++i) {
     const double di = sg * d[i] + r[i], sf = (ss[i] + di) * iv[i], a = -di * iv[i];
     d[i] = di;
@@ -197,10 +199,9 @@ void BoundSet::corrector_terms(double sigma_mu, double* KNOT_RESTRICT h) const {
 double BoundSet::combined_step(const double* KNOT_RESTRICT dv) const {
   const int n = this->n;
   const double sg = this->sg;
-  const int *KNOT_RESTRICT idx = this->idx;
   double *KNOT_RESTRICT d = ds, *KNOT_RESTRICT e = dz, *KNOT_RESTRICT t = w;
   const double *KNOT_RESTRICT ss = s, *KNOT_RESTRICT zz = z, *KNOT_RESTRICT r = rp, *KNOT_RESTRICT iv = is;
-  for (int i = 0; i < n; ++i) d[i] = dv[idx[i]];
+  gather(dv, d);
   for (int i = 0; i < n; ++i) {
     const double di = sg * d[i] + r[i], ei = e[i] - zz[i] * (ss[i] + di) * iv[i], a = -di * iv[i], c = -ei / zz[i];
     d[i] = di;

@@ -130,6 +130,15 @@ struct LqSolver::Impl {
   LqStats stats;
   LqStatus last = LqStatus::NonFinite;  // of the last solve or resolve: resolve needs a factorization
   std::unique_ptr<detail::LqBackend> backend;
+
+  // One backend entry point (solve, solve_primal, resolve) with fresh stats.
+  using Entry = LqStatus (detail::LqBackend::*)(const LqData&, LqSolution&, LqStats&);
+  LqStatus run(Entry entry, const LqData& data, LqSolution& solution) {
+    stats = LqStats{};
+    stats.linsys = linsys;
+    last = ((*backend).*entry)(data, solution, stats);
+    return last;
+  }
 };
 
 LqSolver::LqSolver(int nx, int nu, int N, const LqOptions& options) {
@@ -175,31 +184,19 @@ void check_sizes(const LqSolver& solver, const LqData& data, const LqSolution& s
 }  // namespace
 
 LqStatus LqSolver::solve(const LqData& data, LqSolution& solution) {
-  Impl& m = *impl_;
   check_sizes(*this, data, solution, "LqSolver::solve");
-  m.stats = LqStats{};
-  m.stats.linsys = m.linsys;
-  m.last = m.backend->solve(data, solution, m.stats);
-  return m.last;
+  return impl_->run(&detail::LqBackend::solve, data, solution);
 }
 
 LqStatus LqSolver::solve_primal(const LqData& data, LqSolution& solution) {
-  Impl& m = *impl_;
   check_sizes(*this, data, solution, "LqSolver::solve_primal");
-  m.stats = LqStats{};
-  m.stats.linsys = m.linsys;
-  m.last = m.backend->solve_primal(data, solution, m.stats);
-  return m.last;
+  return impl_->run(&detail::LqBackend::solve_primal, data, solution);
 }
 
 LqStatus LqSolver::resolve(const LqData& data, LqSolution& solution) {
-  Impl& m = *impl_;
   check_sizes(*this, data, solution, "LqSolver::resolve");
-  if (m.last != LqStatus::Solved) return m.last;
-  m.stats = LqStats{};
-  m.stats.linsys = m.linsys;
-  m.last = m.backend->resolve(data, solution, m.stats);
-  return m.last;
+  if (impl_->last != LqStatus::Solved) return impl_->last;
+  return impl_->run(&detail::LqBackend::resolve, data, solution);
 }
 
 const LqStats& LqSolver::stats() const { return impl_->stats; }
