@@ -163,19 +163,10 @@ void BoundSet::barrier_terms(double* KNOT_RESTRICT M, double* KNOT_RESTRICT h) c
   }
 }
 
-double BoundSet::affine_step(const double* KNOT_RESTRICT dv) const {
-  const int n = this->n;
-  const double sg = this->sg;
-  double *KNOT_RESTRICT d = ds, *KNOT_RESTRICT e = dz, *KNOT_RESTRICT t = w;
-  const double *KNOT_RESTRICT ss = s, *KNOT_RESTRICT zz = z, *KNOT_RESTRICT r = rp, *KNOT_RESTRICT iv = is;
-  gather(dv, d);
-  for (int i = 0; i < n; ++i) {
-    const double di = sg * d[i] + r[i], sf = (ss[i] + di) * iv[i], a = -di * iv[i];
-    d[i] = di;
-    e[i] = -zz[i] * sf;
-    t[i] = a > sf ? a : sf;
-  }
-  return max_of(t, n, 1.0);
+// The affine step is the combined one with no fixed part in dz (then -dz/z = (s + ds)/s).
+double BoundSet::affine_step(const double* dv) const {
+  std::fill(dz, dz + n, 0.0);
+  return std::max(1.0, combined_step(dv));
 }
 
 double BoundSet::complementarity_after(double a) const {

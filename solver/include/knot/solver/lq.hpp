@@ -70,9 +70,9 @@ struct LqOptions {
 
   // Schur backends (Bdsv, Pcg): a stage block G_k that is singular or nearly so (its Cholesky fails,
   // or an eigenvalue estimate falls below rho_k) is replaced by G_k + rho_k I with
-  // rho_k = schur_reg * the median of G_k's diagonal; the answer is then corrected by iterative refinement against
-  // the unregularized KKT system, at most max_refinement steps, until the KKT residual's inf-norm is
-  // below refine_tol * (1 + inf-norm of q, r, c, x_init).
+  // rho_k = schur_reg * the median of G_k's diagonal; the answer is then corrected by iterative
+  // refinement against the unregularized KKT system, at most max_refinement steps, until the KKT
+  // residual's inf-norm is below refine_tol * (1 + inf-norm of q, r, c, x_init).
   double schur_reg = 1e-6;
   int max_refinement = 10;
   double refine_tol = 1e-12;
