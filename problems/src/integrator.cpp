@@ -36,7 +36,7 @@ struct Layout {
     acc = take(n);
     ax = take(nn);
     bu = take(nm);
-    sx = take(nn);
+    sx = take(nn);  // [sx | su] and [kx | ku] are read as one nx x (nx + nu) matrix each (rk4)
     su = take(nm);
     kx = take(nn);
     ku = take(nm);
@@ -212,7 +212,9 @@ IntegratorStatus Integrator::step_jacobian(ModelData& data, const double* x, con
     case IntegratorType::Rk4: {
       // Stage s evaluates k_s = f(X_s, u) with X_1 = x, X_2 = x + dt/2 k_1, X_3 = x + dt/2 k_2,
       // X_4 = x + dt k_3. Its sensitivities K_s = fx(X_s) S_s (+ fu(X_s) for u) follow from those of
-      // the stage point, S_s = d X_s / d(x, u), by the chain rule.
+      // the stage point, S_s = d X_s / d(x, u), by the chain rule: inside the model's dual
+      // evaluation when it offers dynamics_chain (S_s seeded; [Sx | Su] and [Kx | Ku] are adjacent
+      // in the workspace), else as products with its Jacobian.
       constexpr std::array<double, 4> weight = {1, 2, 2, 1};
       const std::array<double, 3> advance = {dt / 2, dt / 2, dt};
       double *Ax = w + L.ax, *Bu = w + L.bu, *Sx = w + L.sx, *Su = w + L.su, *Kx = w + L.kx, *Ku = w + L.ku;
@@ -223,17 +225,18 @@ IntegratorStatus Integrator::step_jacobian(ModelData& data, const double* x, con
       }
       std::copy(x, x + n, y);
       for (int s = 0; s < 4; ++s) {
-        eval(y);
+        if (!jac) {
+          model.dynamics(data, y, u, f);
+        } else if (s == 0) {
+          model.dynamics_jacobian(data, y, u, f, Kx, Ku);
+        } else if (!model.dynamics_chain(data, y, u, Sx, f, Kx)) {
+          model.dynamics_jacobian(data, y, u, f, fx, fu);
+          gemm(n, n, n, 1.0, fx, Sx, 0.0, Kx);
+          std::copy(fu, fu + nm, Ku);
+          gemm(n, n, m, 1.0, fx, Su, 1.0, Ku);
+        }
         for (int i = 0; i < n; ++i) acc[i] += weight[s] * f[i];
         if (jac) {
-          if (s == 0) {
-            std::copy(fx, fx + nn, Kx);
-            std::copy(fu, fu + nm, Ku);
-          } else {
-            gemm(n, n, n, 1.0, fx, Sx, 0.0, Kx);
-            std::copy(fu, fu + nm, Ku);
-            gemm(n, n, m, 1.0, fx, Su, 1.0, Ku);
-          }
           for (std::size_t e = 0; e < nn; ++e) Ax[e] += weight[s] * Kx[e];
           for (std::size_t e = 0; e < nm; ++e) Bu[e] += weight[s] * Ku[e];
         }

@@ -227,6 +227,39 @@ TEST(Models, DualJacobianEqualsAnalyticWhereBothExist) {
   compare(*lin.model, rng.vector(5), rng.vector(3));
 }
 
+// dynamics_chain: K = fx S + [0 | fu] for a dense seed S, against the product with the model's own
+// Jacobian. Covers one partial sweep (pendulum, nx + nu = 3 < 4), a partial wide sweep (cartpole,
+// 5 of 8; chain_of_masses_3, 8 + 4) and several full ones (chain_of_masses_5, 3 x 8). Models with an
+// analytic Jacobian decline, leaving the product to the integrator.
+TEST(Models, ChainRuleThroughTheModelEqualsJacobianTimesSeed) {
+  Rng rng(15);
+  int seeded = 0;
+  for (const Case& c : all_cases()) {
+    SCOPED_TRACE(c.name);
+    const Model& model = *c.model;
+    const int nx = model.nx(), nu = model.nu();
+    auto data = model.make_data();
+    for (int trial = 0; trial < 3; ++trial) {
+      const Vec x = c.sample_x(rng), u = sample_u(rng, c);
+      const Mat S = rng.matrix(nx, nx + nu);
+      Mat K = Mat::Constant(nx, nx + nu, test::kNaN);
+      Vec f = Vec::Constant(nx, test::kNaN);
+      if (!model.dynamics_chain(*data, x.data(), u.data(), S.data(), f.data(), K.data())) break;
+      if (trial == 0) ++seeded;
+      const Mat j = jacobian(model, x, u);
+      Mat ref = j.leftCols(nx) * S;
+      ref.rightCols(nu) += j.rightCols(nu);
+      EXPECT_LE(rel_err(K, ref), 1e-13) << "trial " << trial;
+      EXPECT_EQ(f, eval(model, x, u));
+      // The same data then gives the plain Jacobian again (no seed left behind).
+      EXPECT_EQ(jacobian(model, x, u), j);
+      K(nx - 1, 0) += 1e-9 * std::max(1.0, ref.cwiseAbs().maxCoeff());  // negative control
+      EXPECT_GT(rel_err(K, ref), 1e-13);
+    }
+  }
+  EXPECT_EQ(seeded, 7);  // the dual-differentiated ones: 2 pendulums, cartpole, acrobot, quadrotor, 2 chains
+}
+
 // --- float, conventions, allocation ------------------------------------------------------------------
 
 // Every model instantiates for S = float (the GPU's single-precision path) and agrees with double
@@ -334,11 +367,12 @@ TEST(Models, EvaluationAllocatesNothing) {
     auto data = c.model->make_data();
     const Vec x = c.sample_x(rng), u = sample_u(rng, c);
     Vec f(nx);
-    Mat fx(nx, nx), fu(nx, nu);
+    Mat fx(nx, nx), fu(nx, nu), S = Mat::Identity(nx, nx + nu), K(nx, nx + nu);
     g_allocations = 0;
     g_counting = true;
     c.model->dynamics(*data, x.data(), u.data(), f.data());
     c.model->dynamics_jacobian(*data, x.data(), u.data(), f.data(), fx.data(), fu.data());
+    c.model->dynamics_chain(*data, x.data(), u.data(), S.data(), f.data(), K.data());
     g_counting = false;
     EXPECT_EQ(g_allocations.load(), 0);
   }

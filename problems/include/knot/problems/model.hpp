@@ -63,6 +63,15 @@ class Model {
   // f and its Jacobians fx = df/dx (nx x nx) and fu = df/du (nx x nu), column-major.
   virtual void dynamics_jacobian(ModelData& data, const double* x, const double* u, double* f, double* fx,
                                  double* fu) const = 0;
+  // The chain rule through f for an integrator stage: the state point depends on (x0, u) with
+  // S = d x / d(x0, u) (nx x (nx + nu)) and u is the control itself, so K = d f / d(x0, u) =
+  // fx S + [0 | fu] (nx x (nx + nu)); both column-major, and f as above. A model that can seed S
+  // into its own evaluation (forward-mode duals) forms K without fx and fu and returns true; false
+  // (the default) leaves the product to the caller.
+  virtual bool dynamics_chain(ModelData& /*data*/, const double* /*x*/, const double* /*u*/, const double* /*S*/,
+                              double* /*f*/, double* /*K*/) const {
+    return false;
+  }
 
   // Optional capabilities.
   virtual const Kinematics* kinematics() const { return nullptr; }

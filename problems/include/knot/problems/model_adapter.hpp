@@ -103,6 +103,54 @@ class ModelAdapter final : public Model {
       dual_jacobian(data, x, u, f, fx, fu);
   }
 
+  // K = fx S + [0 | fu] in one pass of dual sweeps seeded with S's columns (and the unit
+  // directions of u) instead of the identity: the same number of model evaluations as
+  // dynamics_jacobian, and no product fx S afterwards. Models with an analytic Jacobian decline.
+  bool dynamics_chain(ModelData& data, const double* x, const double* u, const double* S, double* f,
+                      double* K) const override {
+    if constexpr (AnalyticJacobian<M>) {
+      return false;
+    } else {
+      Data& d = cast(data);
+      if (model_.nx() + model_.nu() <= kNarrow)
+        seeded_sweeps<kNarrow>(x, u, S, f, K, d.narrow.x.data(), d.narrow.u.data(), d.narrow.f.data());
+      else
+        seeded_sweeps<kWide>(x, u, S, f, K, d.wide.x.data(), d.wide.u.data(), d.wide.f.data());
+      return true;
+    }
+  }
+
+  // Direction j of sweep j0 / W sits in tangent component k = j - j0: dx = column j of S, du = e_(j - nx)
+  // for j >= nx; component k of f's tangent is column j of K. Unused components of a last, partial
+  // sweep are zero.
+  template <int W>
+  void seeded_sweeps(const double* x, const double* u, const double* S, double* f, double* K, DualW<W>* xd,
+                     DualW<W>* ud, DualW<W>* fd) const {
+    const int n = model_.nx(), m = model_.nu();
+    if (n + m == 0) return model_.template dynamics<double>(x, u, f);
+    for (int i = 0; i < n; ++i) xd[i] = DualW<W>(x[i]);
+    for (int i = 0; i < m; ++i) ud[i] = DualW<W>(u[i]);
+    for (int j0 = 0; j0 < n + m; j0 += W) {
+      const int w = std::min(W, n + m - j0);
+      for (int k = 0; k < W; ++k) {
+        const int j = j0 + k;
+        if (k < w) {
+          const double* col = S + std::size_t(j) * n;
+          for (int i = 0; i < n; ++i) xd[i].d[k] = col[i];
+        } else {
+          for (int i = 0; i < n; ++i) xd[i].d[k] = 0.0;
+        }
+        for (int i = 0; i < m; ++i) ud[i].d[k] = k < w && j - n == i ? 1.0 : 0.0;
+      }
+      model_.template dynamics<DualW<W>>(xd, ud, fd);
+      for (int k = 0; k < w; ++k) {
+        double* col = K + std::size_t(j0 + k) * n;
+        for (int i = 0; i < n; ++i) col[i] = fd[i].d[k];
+      }
+    }
+    for (int i = 0; i < n; ++i) f[i] = fd[i].v;
+  }
+
   // The Jacobian by dual sweeps even when M has an analytic one (tests compare the two).
   void dual_jacobian(ModelData& data, const double* x, const double* u, double* f, double* fx, double* fu) const {
     Data& d = cast(data);
