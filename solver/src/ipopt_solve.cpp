@@ -31,6 +31,8 @@ class OcpTnlp final : public Ipopt::TNLP {
   bool stopped_for_time() const { return stopped_for_time_; }
   bool evaluation_failed() const { return evaluation_failed_; }
   int last_iteration() const { return last_iter_; }
+  double callback_seconds() const { return callback_seconds_; }
+  double hessian_seconds() const { return hessian_seconds_; }
 
   bool get_nlp_info(Index& n, Index& m, Index& nnz_jac_g, Index& nnz_h_lag, IndexStyleEnum& index_style) override {
     n = nlp_.num_variables();
@@ -59,15 +61,25 @@ class OcpTnlp final : public Ipopt::TNLP {
     return true;
   }
 
-  bool eval_f(Index, const Number* x, bool, Number& obj_value) override { return check(nlp_.objective(x, obj_value)); }
-  bool eval_grad_f(Index, const Number* x, bool, Number* grad_f) override { return check(nlp_.gradient(x, grad_f)); }
-  bool eval_g(Index, const Number* x, bool, Index, Number* g) override { return check(nlp_.constraints(x, g)); }
+  bool eval_f(Index, const Number* x, bool, Number& obj_value) override {
+    const Timer t(callback_seconds_);
+    return check(nlp_.objective(x, obj_value));
+  }
+  bool eval_grad_f(Index, const Number* x, bool, Number* grad_f) override {
+    const Timer t(callback_seconds_);
+    return check(nlp_.gradient(x, grad_f));
+  }
+  bool eval_g(Index, const Number* x, bool, Index, Number* g) override {
+    const Timer t(callback_seconds_);
+    return check(nlp_.constraints(x, g));
+  }
 
   bool eval_jac_g(Index, const Number* x, bool, Index, Index, Index* iRow, Index* jCol, Number* values) override {
     if (values == nullptr) {
       nlp_.jacobian_structure(iRow, jCol);
       return true;
     }
+    const Timer t(callback_seconds_);
     return check(nlp_.jacobian(x, values));
   }
 
@@ -78,6 +90,7 @@ class OcpTnlp final : public Ipopt::TNLP {
       nlp_.hessian_structure(iRow, jCol);
       return true;
     }
+    const Timer t(callback_seconds_), th(hessian_seconds_);
     // Gauss-Newton: the constraints contribute no curvature, so the multipliers are not read.
     return check(hessian_ == IpoptHessian::GaussNewton ? nlp_.gauss_newton_hessian(x, obj_factor, values)
                                                        : nlp_.lagrangian_hessian(x, obj_factor, lambda, values));
@@ -106,6 +119,16 @@ class OcpTnlp final : public Ipopt::TNLP {
     return ok;
   }
 
+  // Adds the wall time of its scope to a total (where IPOPT's time goes: our callbacks or itself).
+  struct Timer {
+    double& total;
+    Clock::time_point start = Clock::now();
+    explicit Timer(double& t) : total(t) {}
+    ~Timer() { total += std::chrono::duration<double>(Clock::now() - start).count(); }
+    Timer(const Timer&) = delete;
+    Timer& operator=(const Timer&) = delete;
+  };
+
   OcpNlp& nlp_;
   std::vector<double> z_;  // the starting point, then IPOPT's final iterate
   std::vector<double> lambda_;
@@ -115,6 +138,7 @@ class OcpTnlp final : public Ipopt::TNLP {
   bool stopped_for_time_ = false;
   bool evaluation_failed_ = false;
   int last_iter_ = 0;
+  double callback_seconds_ = 0, hessian_seconds_ = 0;
 };
 
 IpoptStatus map_status(Ipopt::ApplicationReturnStatus s, const OcpTnlp& tnlp) {
@@ -200,6 +224,8 @@ IpoptResult solve_with_ipopt(const problems::Problem& problem, const IpoptOption
     rc = app->OptimizeTNLP(Ipopt::SmartPtr<Ipopt::TNLP>(GetRawPtr(tnlp)));
   }
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  result.callback_seconds = tnlp->callback_seconds();
+  result.hessian_seconds = tnlp->hessian_seconds();
   result.ipopt_return_code = static_cast<int>(rc);
   result.status = map_status(rc, *tnlp);
   result.message = std::string(to_string(result.status)) + " (IPOPT return code " + std::to_string(rc) + ")";

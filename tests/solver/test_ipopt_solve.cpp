@@ -113,6 +113,15 @@ TEST(IpoptSolve, LqrOptimumWithEveryHessian) {
     EXPECT_NEAR(r.x[0], 1.0, 1e-10);
     EXPECT_NEAR(r.x[1], 0.0, 1e-10);
     EXPECT_NEAR(r.u[0], -2.58576, 1e-5);
+    // The time split: the Hessian callback is part of the callbacks, which are part of the solve;
+    // the quasi-Newton variant never calls it.
+    EXPECT_GT(r.callback_seconds, 0.0);
+    EXPECT_LE(r.callback_seconds, r.seconds);
+    EXPECT_LE(r.hessian_seconds, r.callback_seconds);
+    if (h == IpoptHessian::LimitedMemory)
+      EXPECT_EQ(r.hessian_seconds, 0.0);
+    else
+      EXPECT_GT(r.hessian_seconds, 0.0);
   }
 }
 

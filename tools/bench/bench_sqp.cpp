@@ -98,7 +98,8 @@ void BM_Sqp(benchmark::State& state, const char* config) {
 
 // solve_with_ipopt from the default guess with the cross-check's default options (tol 1e-10, the
 // finite-difference Lagrangian Hessian). Its setup (OcpNlp, IPOPT's application and options) lies
-// inside the timed region; `ipopt_s` is IPOPT's own solve time, without that setup. cost_vs_knot is
+// inside the timed region; `ipopt_s` is IPOPT's own solve time, without that setup, and `callbacks`
+// and `hessian` the shares of it spent evaluating the NLP and its Hessian. cost_vs_knot is
 // |Knot's cost - cost| / max(1, |cost|) (test_sqp_vs_ipopt's measure), Knot's cost from one solve
 // outside the timed region.
 void BM_Ipopt(benchmark::State& state, const char* config) {
@@ -109,10 +110,12 @@ void BM_Ipopt(benchmark::State& state, const char* config) {
   const problems::Problem p = load_config(config);
   const solver::IpoptOptions options;
   solver::IpoptResult r;
-  double ipopt_seconds = 0;
+  double ipopt_seconds = 0, callback_seconds = 0, hessian_seconds = 0;
   for (auto _ : state) {
     r = solver::solve_with_ipopt(p, options);
     ipopt_seconds += r.seconds;
+    callback_seconds += r.callback_seconds;
+    hessian_seconds += r.hessian_seconds;
     benchmark::DoNotOptimize(r.x.data());
   }
   if (r.status != solver::IpoptStatus::Solved) {
@@ -124,6 +127,9 @@ void BM_Ipopt(benchmark::State& state, const char* config) {
   state.counters["iterations"] = r.iterations;
   state.counters["cost"] = r.cost;
   state.counters["ipopt_s"] = benchmark::Counter(ipopt_seconds, benchmark::Counter::kAvgIterations);
+  // Shares of IPOPT's solve time spent in our callbacks, and in the Hessian callback alone.
+  state.counters["callbacks"] = callback_seconds / ipopt_seconds;
+  state.counters["hessian"] = hessian_seconds / ipopt_seconds;
   state.counters["cost_vs_knot"] =
       knot_status == Status::Solved ? relative_difference(s.solution().cost, r.cost) : std::nan("");
 }

@@ -95,6 +95,10 @@ struct IpoptResult {
   std::vector<double> lambda;
   int iterations = 0;
   double seconds = 0;  // wall clock of IPOPT's solve (not counting the NLP's construction)
+  // Of `seconds`, the wall time inside the NLP's evaluation callbacks (f, its gradient, g, its
+  // Jacobian, the Lagrangian Hessian) and inside the Hessian callback alone; the rest is IPOPT's
+  // own work (its linear solver, line search, scaling).
+  double callback_seconds = 0, hessian_seconds = 0;
   // IPOPT's final unscaled statistics: dual infeasibility (inf-norm of the Lagrangian gradient),
   // constraint violation (inf-norm) and complementarity.
   double kkt_stationarity = std::numeric_limits<double>::quiet_NaN();
