@@ -2,6 +2,8 @@
 //   Sqp / Ipopt   Knot's Solver and IPOPT on the six acceptance configs, both cold-started from the
 //                 default guess (x_k = x0, u = 0) on the same discretized NLP. Counters: iterations,
 //                 final cost; the IPOPT entry also reports its cost's relative distance from Knot's.
+//                 IpoptGaussNewton: IPOPT with the Gauss-Newton Hessian, on the configs where Knot
+//                 uses it.
 //   Iiwa14Step    one SQP iteration (Solver::step(1)) on the iiwa14 configs as the horizon N grows,
 //                 with the time of each phase and the time per knot.
 //   BoxLq         box-constrained random LQ problems at the sizes HPIPM's interior point is quoted
@@ -102,13 +104,14 @@ void BM_Sqp(benchmark::State& state, const char* config) {
 // and `hessian` the shares of it spent evaluating the NLP and its Hessian. cost_vs_knot is
 // |Knot's cost - cost| / max(1, |cost|) (test_sqp_vs_ipopt's measure), Knot's cost from one solve
 // outside the timed region.
-void BM_Ipopt(benchmark::State& state, const char* config) {
+void run_ipopt(benchmark::State& state, const char* config, solver::IpoptHessian hessian) {
   if (!solver::ipopt_available()) {
     state.SkipWithError("built without IPOPT");
     return;
   }
   const problems::Problem p = load_config(config);
-  const solver::IpoptOptions options;
+  solver::IpoptOptions options;
+  options.hessian = hessian;
   solver::IpoptResult r;
   double ipopt_seconds = 0, callback_seconds = 0, hessian_seconds = 0;
   for (auto _ : state) {
@@ -134,6 +137,16 @@ void BM_Ipopt(benchmark::State& state, const char* config) {
       knot_status == Status::Solved ? relative_difference(s.solution().cost, r.cost) : std::nan("");
 }
 
+void BM_Ipopt(benchmark::State& state, const char* config) {
+  run_ipopt(state, config, solver::IpoptHessian::FiniteDifference);
+}
+
+// IPOPT given the Gauss-Newton Hessian Knot uses on these configs (its constraint curvature left
+// out), instead of the exact one: cheaper iterations, usually more of them.
+void BM_IpoptGaussNewton(benchmark::State& state, const char* config) {
+  run_ipopt(state, config, solver::IpoptHessian::GaussNewton);
+}
+
 // Every family is timed by wall clock (UseRealTime), the measure that counts IPOPT's BLAS threads
 // too; run with OPENBLAS_NUM_THREADS=1 for a one-thread comparison.
 #define KNOT_CONFIG_PAIR(config)                                                           \
@@ -146,6 +159,12 @@ KNOT_CONFIG_PAIR(acrobot_swingup);
 KNOT_CONFIG_PAIR(unicycle_obstacles);
 KNOT_CONFIG_PAIR(chain_of_masses);
 KNOT_CONFIG_PAIR(iiwa14_gravity_limits);
+#define KNOT_CONFIG_GN(config) \
+  BENCHMARK_CAPTURE(BM_IpoptGaussNewton, config, #config)->Unit(benchmark::kMillisecond)->UseRealTime()
+KNOT_CONFIG_GN(cartpole_swingup);
+KNOT_CONFIG_GN(pendulum_swingup);
+KNOT_CONFIG_GN(chain_of_masses);
+KNOT_CONFIG_GN(iiwa14_gravity_limits);
 
 // ---- One SQP iteration on iiwa14 as N grows
 
