@@ -8,6 +8,8 @@
 //   Y   = Hxu L^-T,  kt = L^-1 hu
 //   P_k = Hxx - Y Y',   p_k = hx - Y kt      (the lower triangle by gemm, then mirrored: P_k is exactly
 //                                             symmetric)
+// At a state size outside RiccatiNx every product of this recursion runs on run-time-size vector
+// kernels (gemm_tile_dynamic and the helpers under "Run-time state sizes").
 // Square-root recursion (the fixed sizes of kSqrt; tried first), on the Cholesky factor
 // P_{k+1} = Lp Lp' (Lp_N = chol(Q_N)):
 //   Nm = [B A]' Lp                              (triangular product; Nm Nm' = [B'PB B'PA; A'PB A'PA])
@@ -71,11 +73,20 @@ struct RiccatiWork {
 // C = alpha A op(B) + beta C (A not transposed). Blocks of more than 16 rows are cut into equal row
 // panels of at most 16: linalg's serial tile then holds a whole panel column in registers (1.5x at
 // nx = 28). Lower: only the panels' columns that reach the lower triangle are formed (C symmetric,
-// mirrored afterwards), which skips a quarter of the product at two panels.
+// mirrored afterwards), which skips a quarter of the product at two panels. A run-time row count
+// (a state size outside RiccatiNx) goes to gemm_tile's 8 x 4 register tiles instead (Lower: only the
+// tiles that reach the lower triangle); linalg's gemm would run it as scalar FMA chains.
 template <Trans TB, int M, int N, int K, bool Lower = false>
 void gemm_rows(int m, int n, int k, double alpha, const double* A, int lda, const double* B, int ldb, double beta,
                double* C, int ldc) {
   Serial g;
+#if KNOT_GEMM_TILE_SIMD
+  if constexpr (M == kDynamic) {
+    constexpr auto shape = Lower ? linalg::TileShape::LowerC : linalg::TileShape::Full;
+    linalg::gemm_tile_dynamic<TB, shape>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
+#endif
   if constexpr (M != kDynamic && M > 16) {
     constexpr int P = (M + 15) / 16, H = (M + P - 1) / P;
     [&]<int... Is>(std::integer_sequence<int, Is...>) {
@@ -87,6 +98,187 @@ void gemm_rows(int m, int n, int k, double alpha, const double* A, int lda, cons
   } else {
     linalg::gemm<Trans::No, TB, M, N, K>(g, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
   }
+}
+
+// ---- Run-time state sizes
+//
+// At a state size outside RiccatiNx (NX == kDynamic) lq_internal's mv_n / mv_t, transpose_block,
+// mirror_lower and linalg's gemm and trsm loop over a run-time row count one scalar at a time (the
+// solver is built without GCC's loop vectorizer). The helpers below run those steps on gemm_tile's
+// 4-lane vectors instead; with NX fixed they call the usual kernels.
+
+#if KNOT_GEMM_TILE_SIMD
+using linalg::detail::gemm_tile_block;
+using linalg::detail::Tile4;
+using linalg::detail::tile_accumulate;
+using linalg::detail::tile_load;
+using linalg::detail::tile_store_all;
+using linalg::detail::with_fixed;
+
+// c = alpha A op(B)(:, 0) + beta c for one column, A m x k at run-time sizes, op(B)(p, 0) = B[p]
+// (Trans::No) or B[p ldb] (Trans::Yes): tiles of 16 rows (four independent vector FMA chains; gemm_tile's
+// 8-row tiles have two), the m % 16 rows left by the tile of that height.
+template <Trans TB>
+__attribute__((flatten)) void column_product(int m, int k, double alpha, const double* A, int lda, const double* B,
+                                             int ldb, double beta, double* c) {
+  constexpr int MR = 16;
+  constexpr auto full_shape = linalg::TileShape::Full;
+  const int full = m / MR * MR;
+  for (int i0 = 0; i0 < full; i0 += MR)
+    gemm_tile_block<MR, 1, TB, full_shape>(i0, 0, k, alpha, A, lda, B, ldb, beta, c, m);
+  with_fixed<MR - 1>(m - full, [&]<int Rows>() {
+    gemm_tile_block<Rows, 1, TB, full_shape>(full, 0, k, alpha, A, lda, B, ldb, beta, c, m);
+  });
+}
+
+// y(j0 .. j0+NC-1) = A(:, j0..)' x + beta y (beta 0 or 1), A m x n: each column summed down its rows in
+// 4-lane vectors (NC independent chains), the lanes reduced at the end, the m % 4 rows left added as
+// scalars (a vector load there would read past the column).
+template <int NC>
+inline void dot_columns(int m, int j0, const double* A, int lda, const double* x, double beta, double* y) {
+  const int mv = m / 4 * 4;
+  Tile4 acc[4] = {};
+  for (int i = 0; i < mv; i += 4) {
+    Tile4 xv;
+    tile_load<4>(xv, x + i);
+    KNOT_UNROLL for (int c = 0; c < NC; ++c) {
+      Tile4 a;
+      tile_load<4>(a, A + i + (j0 + c) * lda);
+      acc[c] += a * xv;
+    }
+  }
+  Tile4 sum;
+  linalg::detail::lane_sums(sum, acc[0], acc[1], acc[2], acc[3]);
+  KNOT_UNROLL for (int c = 0; c < NC; ++c) {
+    double t = sum[c];
+    for (int i = mv; i < m; ++i) t += A[i + (j0 + c) * lda] * x[i];
+    y[j0 + c] = beta == 0.0 ? t : y[j0 + c] + t;
+  }
+}
+
+__attribute__((flatten)) inline void gemv_t_dynamic(int m, int n, const double* A, int lda, const double* x,
+                                                    double beta, double* y) {
+  const int full = n / 4 * 4;
+  for (int j0 = 0; j0 < full; j0 += 4) dot_columns<4>(m, j0, A, lda, x, beta, y);
+  with_fixed<3>(n - full, [&]<int NC>() { dot_columns<NC>(m, full, A, lda, x, beta, y); });
+}
+
+// out(:, q) = row q of the 4 x 4 block r (r[c] its column c): columns q = 0..3 of out, 4 rows each.
+inline void transpose4(const Tile4 (&r)[4], double* out, int ldo) {
+  const Tile4 t0 = __builtin_shufflevector(r[0], r[1], 0, 4, 2, 6),
+              t1 = __builtin_shufflevector(r[0], r[1], 1, 5, 3, 7),
+              t2 = __builtin_shufflevector(r[2], r[3], 0, 4, 2, 6),
+              t3 = __builtin_shufflevector(r[2], r[3], 1, 5, 3, 7);
+  tile_store_all(out, __builtin_shufflevector(t0, t2, 0, 1, 4, 5));
+  tile_store_all(out + ldo, __builtin_shufflevector(t1, t3, 0, 1, 4, 5));
+  tile_store_all(out + 2 * ldo, __builtin_shufflevector(t0, t2, 2, 3, 6, 7));
+  tile_store_all(out + 3 * ldo, __builtin_shufflevector(t1, t3, 2, 3, 6, 7));
+}
+
+// dst (n x m) = src' (src m x n): 4 x 4 blocks in registers, the rows and columns past the last
+// multiple of 4 one entry at a time.
+inline void transpose_dynamic(int m, int n, const double* src, int lds, double* dst, int ldd) {
+  const int m4 = m / 4 * 4, n4 = n / 4 * 4;
+  for (int j = 0; j < n4; j += 4)
+    for (int i = 0; i < m4; i += 4) {
+      Tile4 r[4];
+      KNOT_UNROLL for (int c = 0; c < 4; ++c) tile_load<4>(r[c], src + i + (j + c) * lds);
+      transpose4(r, dst + j + i * ldd, ldd);
+    }
+  for (int j = 0; j < n; ++j)
+    for (int i = m4; i < m; ++i) dst[j + i * ldd] = src[i + j * lds];
+  for (int j = n4; j < n; ++j)
+    for (int i = 0; i < m4; ++i) dst[j + i * ldd] = src[i + j * lds];
+}
+
+// Upper triangle of a (n x n) <- its lower triangle: by 4-column panels, the panel below each 4 x 4
+// diagonal block transposed into the row panel right of it, the diagonal blocks entry by entry.
+inline void mirror_dynamic(int n, double* a, int lda) {
+  for (int j0 = 0; j0 < n; j0 += 4) {
+    const int w = std::min(4, n - j0);
+    for (int j = j0 + 1; j < j0 + w; ++j)
+      for (int i = j0; i < j; ++i) a[i + j * lda] = a[j + i * lda];
+    if (w == 4) transpose_dynamic(n - j0 - 4, 4, a + (j0 + 4) + j0 * lda, lda, a + j0 + (j0 + 4) * lda, lda);
+  }
+}
+#endif
+
+// y += A x (y -= A x with Sub) and y = A'x + beta y for an M x N block: mv_n and mv_t, with the row
+// count M at run time on the helpers above.
+template <int M, int N, bool Sub = false>
+void mv_n_rows(int m, int n, const double* A, int lda, const double* x, double* y) {
+#if KNOT_GEMM_TILE_SIMD
+  if constexpr (M == kDynamic) {
+    column_product<Trans::No>(m, n, Sub ? -1.0 : 1.0, A, lda, x, 1, 1.0, y);
+    return;
+  }
+#endif
+  mv_n<M, N, Sub>(m, n, A, lda, x, y);
+}
+
+template <int M, int N>
+void mv_t_rows(int m, int n, const double* A, int lda, const double* x, double beta, double* y) {
+#if KNOT_GEMM_TILE_SIMD
+  if constexpr (M == kDynamic) {
+    gemv_t_dynamic(m, n, A, lda, x, beta, y);
+    return;
+  }
+#endif
+  mv_t<M, N>(m, n, A, lda, x, beta, y);
+}
+
+// dst (n x m) = src' (src m x n) and a's upper triangle <- its lower one (a n x n): transpose_block and
+// mirror_lower, at a run-time state size by 4 x 4 blocks in registers.
+template <int NX, int M, int N>
+void transpose_rows(int m, int n, const double* src, int lds, double* dst, int ldd) {
+#if KNOT_GEMM_TILE_SIMD
+  if constexpr (NX == kDynamic) {
+    transpose_dynamic(m, n, src, lds, dst, ldd);
+    return;
+  }
+#endif
+  transpose_block<M, N>(m, n, src, lds, dst, ldd);
+}
+
+template <int NX>
+void mirror_rows(int n, double* a, int lda) {
+#if KNOT_GEMM_TILE_SIMD
+  if constexpr (NX == kDynamic) {
+    mirror_dynamic(n, a, lda);
+    return;
+  }
+#endif
+  mirror_lower<NX>(n, a, lda);
+}
+
+// L += B'W (L nu x nu, B and W nx x nu): at a run-time nx, column j as B' W(:, j) by dot products.
+template <int NX, int NU>
+void add_bt_w(int nx, int nu, const double* B, const double* W, double* L) {
+#if KNOT_GEMM_TILE_SIMD
+  if constexpr (NX == kDynamic) {
+    for (int j = 0; j < nu; ++j) gemv_t_dynamic(nx, nu, B, nx, W + j * nx, 1.0, L + j * nu);
+    return;
+  }
+#endif
+  Serial g;
+  linalg::gemm<Trans::Yes, Trans::No, NU, NU, NX>(g, nu, nu, nx, 1.0, B, nx, W, nx, 1.0, L, nu);
+}
+
+// Y <- Y L^-T (Y nx x nu, L lower triangular nu x nu). At a run-time nx left-looking, column j as
+// (Y(:, j) - Y(:, 0..j-1) L(j, 0..j-1)') / L(j, j): one column product each.
+template <int NX, int NU>
+void solve_y(int nx, int nu, const double* L, double* Y) {
+#if KNOT_GEMM_TILE_SIMD
+  if constexpr (NX == kDynamic) {
+    for (int j = 0; j < nu; ++j) {
+      const double inv = 1.0 / L[j + j * nu];
+      column_product<Trans::Yes>(nx, j, -inv, Y, nx, L + j, nu, inv, Y + j * nx);
+    }
+    return;
+  }
+#endif
+  Serial g;
+  linalg::trsm<Side::Right, Uplo::Lower, Trans::Yes, NX, NU>(g, nx, nu, 1.0, L, nu, Y, nx);
 }
 
 // Backward recursion; returns -1 on success, else the failing stage.
@@ -108,29 +300,29 @@ int riccati_backward(int nx_rt, int nu_rt, int N, const LqData& d, const Riccati
     double* Y = w.Y + k * sxu;
     double* kt = w.kt + static_cast<std::size_t>(k) * nu;
 
-    transpose_block<NX, NX>(nx, nx, A, nx, w.At, nx);
+    transpose_rows<NX, NX, NX>(nx, nx, A, nx, w.At, nx);
     gemm_rows<Trans::No, NX, NX, NX>(nx, nx, nx, 1.0, w.At, nx, P, nx, 0.0, w.T, nx);
     gemm_rows<Trans::No, NX, NU, NX>(nx, nu, nx, 1.0, P, nx, B, nx, 0.0, w.W, nx);
     std::memcpy(Pk, d.Q_k(k), sxx * sizeof(double));
     gemm_rows<Trans::No, NX, NX, NX, true>(nx, nx, nx, 1.0, w.T, nx, A, nx, 1.0, Pk, nx);
-    transpose_block<NU, NX>(nu, nx, d.S_k(k), nu, Y, nx);
+    transpose_rows<NX, NU, NX>(nu, nx, d.S_k(k), nu, Y, nx);
     gemm_rows<Trans::No, NX, NU, NX>(nx, nu, nx, 1.0, w.T, nx, B, nx, 1.0, Y, nx);
     std::memcpy(L, d.R_k(k), static_cast<std::size_t>(nu) * nu * sizeof(double));
-    linalg::gemm<Trans::Yes, Trans::No, NU, NU, NX>(g, nu, nu, nx, 1.0, B, nx, w.W, nx, 1.0, L, nu);
+    add_bt_w<NX, NU>(nx, nu, B, w.W, L);
 
     std::memcpy(w.pc, p, nx * sizeof(double));
-    mv_n<NX, NX>(nx, nx, P, nx, d.c_k(k), w.pc);
+    mv_n_rows<NX, NX>(nx, nx, P, nx, d.c_k(k), w.pc);
     std::memcpy(pk, d.q_k(k), nx * sizeof(double));
-    mv_n<NX, NX>(nx, nx, w.At, nx, w.pc, pk);
+    mv_n_rows<NX, NX>(nx, nx, w.At, nx, w.pc, pk);
     std::memcpy(kt, d.r_k(k), nu * sizeof(double));
-    mv_t<NX, NU>(nx, nu, B, nx, w.pc, 1.0, kt);
+    mv_t_rows<NX, NU>(nx, nu, B, nx, w.pc, 1.0, kt);
 
     if (linalg::potrf<NU>(g, nu, L, nu) != 0) return k;
-    linalg::trsm<Side::Right, Uplo::Lower, Trans::Yes, NX, NU>(g, nx, nu, 1.0, L, nu, Y, nx);
+    solve_y<NX, NU>(nx, nu, L, Y);
     gemm_rows<Trans::Yes, NX, NX, NU, true>(nx, nx, nu, -1.0, Y, nx, Y, nx, 1.0, Pk, nx);
-    mirror_lower<NX>(nx, Pk, nx);
+    mirror_rows<NX>(nx, Pk, nx);
     linalg::trsv<Uplo::Lower, Trans::No, NU>(g, nu, L, nu, kt);
-    mv_n<NX, NU, true>(nx, nu, Y, nx, kt, pk);
+    mv_n_rows<NX, NU, true>(nx, nu, Y, nx, kt, pk);
   }
   return -1;
 }
@@ -148,13 +340,13 @@ void riccati_backward_vectors(int nx_rt, int nu_rt, int N, const LqData& d, cons
     double* pk = w.p + static_cast<std::size_t>(k) * nx;
     double* kt = w.kt + static_cast<std::size_t>(k) * nu;
     std::memcpy(w.pc, p, nx * sizeof(double));
-    mv_n<NX, NX>(nx, nx, w.P + (k + 1) * sxx, nx, d.c_k(k), w.pc);
+    mv_n_rows<NX, NX>(nx, nx, w.P + (k + 1) * sxx, nx, d.c_k(k), w.pc);
     std::memcpy(pk, d.q_k(k), nx * sizeof(double));
-    mv_t<NX, NX>(nx, nx, d.A_k(k), nx, w.pc, 1.0, pk);
+    mv_t_rows<NX, NX>(nx, nx, d.A_k(k), nx, w.pc, 1.0, pk);
     std::memcpy(kt, d.r_k(k), nu * sizeof(double));
-    mv_t<NX, NU>(nx, nu, d.B_k(k), nx, w.pc, 1.0, kt);
+    mv_t_rows<NX, NU>(nx, nu, d.B_k(k), nx, w.pc, 1.0, kt);
     linalg::trsv<Uplo::Lower, Trans::No, NU>(g, nu, w.L + static_cast<std::size_t>(k) * nu * nu, nu, kt);
-    mv_n<NX, NU, true>(nx, nu, w.Y + k * sxu, nx, kt, pk);
+    mv_n_rows<NX, NU, true>(nx, nu, w.Y + k * sxu, nx, kt, pk);
   }
 }
 
@@ -171,18 +363,18 @@ void riccati_forward(int nx_rt, int nu_rt, int N, const LqData& d, const Riccati
     double* xn = s.x_k(k + 1);
     const double* L = w.L + static_cast<std::size_t>(k) * nu * nu;
     std::memcpy(u, w.kt + static_cast<std::size_t>(k) * nu, nu * sizeof(double));
-    mv_t<NX, NU>(nx, nu, w.Y + k * sxu, nx, x, 1.0, u);
+    mv_t_rows<NX, NU>(nx, nu, w.Y + k * sxu, nx, x, 1.0, u);
     linalg::trsv<Uplo::Lower, Trans::Yes, NU>(g, nu, L, nu, u);
     for (int i = 0; i < nu; ++i) u[i] = -u[i];
     std::memcpy(xn, d.c_k(k), nx * sizeof(double));
-    mv_n<NX, NX>(nx, nx, d.A_k(k), nx, x, xn);
-    mv_n<NX, NU>(nx, nu, d.B_k(k), nx, u, xn);
+    mv_n_rows<NX, NX>(nx, nx, d.A_k(k), nx, x, xn);
+    mv_n_rows<NX, NU>(nx, nu, d.B_k(k), nx, u, xn);
   }
   if (!costate) return;
   for (int k = 0; k <= N; ++k) {
     double* lam = s.lambda_k(k);
     std::memcpy(lam, w.p + static_cast<std::size_t>(k) * nx, nx * sizeof(double));
-    mv_n<NX, NX>(nx, nx, w.P + k * sxx, nx, s.x_k(k), lam);
+    mv_n_rows<NX, NX>(nx, nx, w.P + k * sxx, nx, s.x_k(k), lam);
   }
 }
 
@@ -206,11 +398,6 @@ inline constexpr bool kSqrt = NX != kDynamic && NU != kDynamic &&
                               (NX >= 15 || (NX >= 11 && NU >= 3) || (NX >= 8 && NU == 4) || (NX >= 7 && NU >= 7));
 
 #if KNOT_GEMM_TILE_SIMD
-using linalg::detail::Tile4;
-using linalg::detail::tile_accumulate;
-using linalg::detail::tile_load;
-using linalg::detail::tile_store_all;
-
 // dst = src' for src Rows x Cols (column-major): 4 x 4 blocks transposed in registers; the rows and
 // columns that round Rows and Cols up to multiples of 4 are written into dst as zeros.
 template <int Rows, int Cols>
@@ -229,13 +416,7 @@ void transpose_tiles(const double* src, int lds, double* dst, int ldd) {
           tile_load<Rows % 4>(r[c], col);
         }
       }
-      const Tile4 t0 = __builtin_shufflevector(r[0], r[1], 0, 4, 2, 6), t1 = __builtin_shufflevector(r[0], r[1], 1, 5, 3, 7),
-                  t2 = __builtin_shufflevector(r[2], r[3], 0, 4, 2, 6), t3 = __builtin_shufflevector(r[2], r[3], 1, 5, 3, 7);
-      double* out = dst + 4 * bj + 4 * bi * ldd;  // column 4 bi + q of dst holds row 4 bi + q of src
-      tile_store_all(out, __builtin_shufflevector(t0, t2, 0, 1, 4, 5));
-      tile_store_all(out + ldd, __builtin_shufflevector(t1, t3, 0, 1, 4, 5));
-      tile_store_all(out + 2 * ldd, __builtin_shufflevector(t0, t2, 2, 3, 6, 7));
-      tile_store_all(out + 3 * ldd, __builtin_shufflevector(t1, t3, 2, 3, 6, 7));
+      transpose4(r, dst + 4 * bj + 4 * bi * ldd, ldd);  // column 4 bi + q of dst holds row 4 bi + q of src
     }
   }
 }

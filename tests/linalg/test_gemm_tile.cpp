@@ -1,8 +1,11 @@
 // gemm_tile against a naive triple loop: square sizes 1..40 and rectangular shapes, both op(B), the
 // three shapes (Full, LowerC, LowerB), several alpha/beta. Operand padding and the parts a shape must
 // not read are NaN; C is NaN where beta == 0; entries a shape must not write are checked untouched.
+// gemm_tile_dynamic the same way at every m in 1..37 (each row tail) and n, k around the 4-column
+// blocks, with guards before and after every operand (NaN in A and B, checked untouched in C).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -152,6 +155,147 @@ TEST(GemmTile, CheckCatchesWrongResults) {
   std::vector<double> wrong = c.C0;
   gemm_tile<Trans::Yes, 13, 13, 11>(1.0, c.A.data(), c.lda, c.B.data(), c.ldb, 1.0, wrong.data(), c.ldc);
   EXPECT_FALSE(error_ratio(c, wrong) < 1.0);
+}
+
+// ---- gemm_tile_dynamic
+
+constexpr int kGuard = 8;  // entries before and after each operand
+
+// The case's operands inside guards: NaN around A and B (a read of one reaches C as NaN), kPad
+// around C (a write there is seen).
+struct Guarded {
+  std::vector<double> A, B, C;
+  explicit Guarded(const Case& c) {
+    auto wrap = [](const std::vector<double>& v, double fill) {
+      std::vector<double> w(v.size() + 2 * kGuard, fill);
+      std::copy(v.begin(), v.end(), w.begin() + kGuard);
+      return w;
+    };
+    A = wrap(c.A, kNaN);
+    B = wrap(c.B, kNaN);
+    C = wrap(c.C0, kPad);
+  }
+  bool guards_intact() const {
+    for (int g = 0; g < kGuard; ++g)
+      if (!bitwise_equal({C[g], C[C.size() - 1 - g]}, {kPad, kPad})) return false;
+    return true;
+  }
+  std::vector<double> c_inside() const { return {C.begin() + kGuard, C.end() - kGuard}; }
+};
+
+// Largest error ratio of gemm_tile_dynamic (Loop: of the plain loop that stands in for it without
+// vector extensions) over the three alpha/beta pairs; NaN if a guard of C was written.
+template <Trans TB, TileShape S, bool Loop = false>
+double dynamic_error(Rng& rng, int m, int n, int k) {
+  double worst = 0.0;
+  for (const auto& ab : kAlphaBeta) {
+    const Case c = make_case(rng, m, n, k, TB, S, ab[0], ab[1]);
+    Guarded g(c);
+    const double *A = g.A.data() + kGuard, *B = g.B.data() + kGuard;
+    double* C = g.C.data() + kGuard;
+    if constexpr (Loop) {
+      detail::gemm_tile_loop<TB, S>(m, n, k, c.alpha, A, c.lda, B, c.ldb, c.beta, C, c.ldc);
+    } else {
+      gemm_tile_dynamic<TB, S>(m, n, k, c.alpha, A, c.lda, B, c.ldb, c.beta, C, c.ldc);
+    }
+    if (!g.guards_intact()) return kNaN;
+    const double e = error_ratio(c, g.c_inside());
+    if (!(e < 1.0)) return e;
+    worst = std::max(worst, e);
+  }
+  return worst;
+}
+
+const int kSmall[] = {1, 3, 4, 5, 9};
+
+template <Trans TB>
+void check_dynamic_all(Rng& rng) {
+  for (int m = 1; m <= 37; ++m) {
+    SCOPED_TRACE(testing::Message() << "m " << m << " tb " << static_cast<int>(TB));
+    for (const int n : kSmall) {
+      for (const int k : {0, 1, 3, 4, 5, 9, 17})
+        EXPECT_LT((dynamic_error<TB, TileShape::Full>(rng, m, n, k)), 1.0) << "Full n " << n << " k " << k;
+      for (const int k : kSmall) {
+        if (k < n) continue;  // LowerB needs k >= n
+        EXPECT_LT((dynamic_error<TB, TileShape::LowerB>(rng, m, n, k)), 1.0) << "LowerB n " << n << " k " << k;
+      }
+    }
+    for (const int n : {m, m + 1, m + 4}) EXPECT_LT((dynamic_error<TB, TileShape::Full>(rng, m, n, m)), 1.0) << n;
+    for (const int k : kSmall) EXPECT_LT((dynamic_error<TB, TileShape::LowerC>(rng, m, m, k)), 1.0) << "LowerC k " << k;
+    EXPECT_LT((dynamic_error<TB, TileShape::LowerB>(rng, m, m, m + 2)), 1.0) << "LowerB square";
+  }
+}
+
+TEST(GemmTileDynamic, EveryRowTailAgainstTripleLoop) {
+  Rng rng(21);
+  check_dynamic_all<Trans::No>(rng);
+  check_dynamic_all<Trans::Yes>(rng);
+}
+
+// The sizes of the Riccati recursion's products at state sizes outside its list (C nx x nx or
+// nx x nu, k nx or nu).
+TEST(GemmTileDynamic, RiccatiShapes) {
+  Rng rng(22);
+  for (const auto& [nx, nu] :
+       {std::pair{18, 6}, std::pair{22, 3}, std::pair{27, 3}, std::pair{36, 12}, std::pair{40, 8}}) {
+    SCOPED_TRACE(testing::Message() << "nx " << nx << " nu " << nu);
+    EXPECT_LT((dynamic_error<Trans::No, TileShape::Full>(rng, nx, nx, nx)), 1.0);
+    EXPECT_LT((dynamic_error<Trans::No, TileShape::Full>(rng, nx, nu, nx)), 1.0);
+    EXPECT_LT((dynamic_error<Trans::No, TileShape::LowerC>(rng, nx, nx, nx)), 1.0);
+    EXPECT_LT((dynamic_error<Trans::Yes, TileShape::LowerC>(rng, nx, nx, nu)), 1.0);
+  }
+}
+
+// The fallback loop (nvcc, compilers without vector extensions) keeps the same contract.
+TEST(GemmTileDynamic, FallbackLoopAgainstTripleLoop) {
+  Rng rng(24);
+  for (int m = 1; m <= 19; ++m) {
+    SCOPED_TRACE(testing::Message() << "m " << m);
+    EXPECT_LT((dynamic_error<Trans::No, TileShape::Full, true>(rng, m, 5, 9)), 1.0);
+    EXPECT_LT((dynamic_error<Trans::Yes, TileShape::Full, true>(rng, m, 3, 4)), 1.0);
+    EXPECT_LT((dynamic_error<Trans::No, TileShape::LowerC, true>(rng, m, m, 3)), 1.0);
+    EXPECT_LT((dynamic_error<Trans::Yes, TileShape::LowerC, true>(rng, m, m, 9)), 1.0);
+    EXPECT_LT((dynamic_error<Trans::No, TileShape::LowerB, true>(rng, m, 4, 9)), 1.0);
+    EXPECT_LT((dynamic_error<Trans::Yes, TileShape::LowerB, true>(rng, m, 5, 5)), 1.0);
+  }
+}
+
+// m or n zero writes nothing (C, all of it guard, stays as it was).
+TEST(GemmTileDynamic, EmptyProductWritesNothing) {
+  std::vector<double> A(16, 1.0), B(16, 1.0), C(16, kPad);
+  for (const auto& [m, n] : {std::pair{0, 3}, std::pair{3, 0}, std::pair{0, 0}}) {
+    gemm_tile_dynamic<Trans::No>(m, n, 2, 1.0, A.data(), 4, B.data(), 4, 0.0, C.data(), 4);
+    EXPECT_TRUE(bitwise_equal(C, std::vector<double>(16, kPad))) << m << " " << n;
+  }
+}
+
+// The check rejects a product that leaves the last row or column unformed, reads op(B) the wrong way
+// round, or writes into a guard.
+TEST(GemmTileDynamic, CheckCatchesWrongResults) {
+  Rng rng(23);
+  const int m = 21, n = 9, k = 7;  // n >= k: op(B) read the wrong way stays inside B
+  const Case c = make_case(rng, m, n, k, Trans::No, TileShape::Full, 1.0, 0.0);  // C NaN on entry
+  auto run = [&](int mm, int nn, bool swap_tb) {
+    Guarded g(c);
+    double* C = g.C.data() + kGuard;
+    if (swap_tb) {
+      gemm_tile_dynamic<Trans::Yes>(mm, nn, k, 1.0, g.A.data() + kGuard, c.lda, g.B.data() + kGuard, c.ldb, 0.0, C,
+                                    c.ldc);
+    } else {
+      gemm_tile_dynamic<Trans::No>(mm, nn, k, 1.0, g.A.data() + kGuard, c.lda, g.B.data() + kGuard, c.ldb, 0.0, C,
+                                   c.ldc);
+    }
+    return g;
+  };
+  const Guarded good = run(m, n, false);
+  ASSERT_TRUE(good.guards_intact());
+  ASSERT_LT(error_ratio(c, good.c_inside()), 1.0);
+  EXPECT_FALSE(error_ratio(c, run(m - 1, n, false).c_inside()) < 1.0);
+  EXPECT_FALSE(error_ratio(c, run(m, n - 1, false).c_inside()) < 1.0);
+  EXPECT_FALSE(error_ratio(c, run(m, n, true).c_inside()) < 1.0);
+  Guarded spill = good;
+  spill.C[spill.C.size() - 1] = 0.0;
+  EXPECT_FALSE(spill.guards_intact());
 }
 
 }  // namespace

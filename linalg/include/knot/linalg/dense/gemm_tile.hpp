@@ -1,4 +1,4 @@
-// --- Register-blocked serial product  C = alpha A op(B) + beta C  (one CPU thread, fixed sizes) ---
+// --- Register-blocked serial product  C = alpha A op(B) + beta C  (one CPU thread) ---
 //
 // C: M x N, A: M x K, op(B): K x N with B K x N (Trans::No) or N x K (Trans::Yes). All column-major,
 // X(i,j) = X[i + j*ldx]; C must not alias A or B. No scratch, no group, no barrier: this is the
@@ -17,9 +17,17 @@
 //   LowerB  op(B) lower triangular (K >= N): only op(B)(p,j) with p >= j is read (B's lower triangle
 //           for Trans::No, its upper one for Trans::Yes), the rest counts as zero.
 //
+// gemm_tile_dynamic<TB, S>(m, n, k, ...) is the same product at run-time sizes, for blocks whose size
+// is not compiled in: the same 8 x 4 tiles, the m % 8 rows and n % 4 columns left over served by tiles
+// of those fixed sizes, chosen at run time (linalg's gemm at a run-time row count runs one scalar FMA
+// chain per entry). m or n <= 0 does nothing, k <= 0 gives C = beta C; LowerC needs m == n and LowerB
+// k >= n (not checked).
+//
 // The vector path needs the host compiler's vector extensions (GCC, Clang); nvcc and other compilers
 // get a plain triple loop with the same contract.
 #pragma once
+
+#include <utility>
 
 #include "knot/linalg/dense/types.hpp"
 
@@ -38,17 +46,25 @@ namespace detail {
 #if KNOT_GEMM_TILE_SIMD
 // 4 doubles: AVX's width; on narrower targets the compiler splits each operation in two.
 typedef double Tile4 __attribute__((vector_size(32)));
+typedef double Tile2 __attribute__((vector_size(16)));
 
 // v = rows r < Lanes of x (contiguous); the other lanes zero. Unaligned loads and stores go through
 // memcpy, which the compiler turns into one vector move. (Vectors pass by reference: by value they
-// would change the calling convention between AVX and non-AVX builds.)
+// would change the calling convention between AVX and non-AVX builds.) A short vector is assembled
+// from whole loads in registers: set lane by lane, GCC may build it in a stack slot (a 16- or 8-byte
+// store reloaded 32 bytes wide, which store forwarding cannot serve: it serialized gemm_tile_dynamic's
+// 6-row tiles).
 template <int Lanes>
 inline void tile_load(Tile4& v, const double* x) {
   if constexpr (Lanes == 4) {
     __builtin_memcpy(&v, x, sizeof(v));
+  } else if constexpr (Lanes == 1) {
+    v = Tile4{x[0], 0.0, 0.0, 0.0};
   } else {
-    v = Tile4{};
-    KNOT_UNROLL for (int l = 0; l < Lanes; ++l) v[l] = x[l];
+    Tile2 lo;
+    __builtin_memcpy(&lo, x, sizeof(lo));
+    const Tile2 hi = {Lanes == 3 ? x[2] : 0.0, 0.0};
+    v = __builtin_shufflevector(lo, hi, 0, 1, 2, 3);
   }
 }
 
@@ -145,7 +161,46 @@ inline void gemm_tile_columns(int j0, int k, double alpha, const double* A, int 
   for (; i0 < Full; i0 += MR) gemm_tile_block<MR, NC, TB, S>(i0, j0, k, alpha, A, lda, B, ldb, beta, C, ldc);
   if constexpr (M % MR != 0) gemm_tile_block<M % MR, NC, TB, S>(Full, j0, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
+
+// fn.template operator()<R>() for the R in 1..Max that equals r; nothing for any other r.
+template <int Max, class Fn>
+inline void with_fixed(int r, Fn&& fn) {
+  [&]<int... Is>(std::integer_sequence<int, Is...>) {
+    (void)((r == Is + 1 ? (fn.template operator()<Is + 1>(), true) : false) || ...);
+  }(std::make_integer_sequence<int, Max>{});
+}
+
+// gemm_tile_columns at a run-time row count m: the last m % 8 rows by the tile of that height.
+// Flattened: GCC would otherwise leave some tiles' tile_accumulate as a call, with the accumulators
+// in memory (a third of the time at m = 22).
+template <int NC, Trans TB, TileShape S>
+__attribute__((flatten)) inline void gemm_tile_columns_dynamic(int m, int j0, int k, double alpha, const double* A, int lda, const double* B,
+                                      int ldb, double beta, double* C, int ldc) {
+  constexpr int MR = 8;
+  const int full = m / MR * MR;
+  int i0 = S == TileShape::LowerC ? j0 / MR * MR : 0;
+  for (; i0 < full; i0 += MR) gemm_tile_block<MR, NC, TB, S>(i0, j0, k, alpha, A, lda, B, ldb, beta, C, ldc);
+  with_fixed<MR - 1>(m - full, [&]<int Rows>() {
+    gemm_tile_block<Rows, NC, TB, S>(full, j0, k, alpha, A, lda, B, ldb, beta, C, ldc);
+  });
+}
 #endif
+
+// The same contract without vectors: one entry at a time, summed over p in order (the path of nvcc and
+// other compilers; defined everywhere so that the host tests reach it).
+template <Trans TB, TileShape S>
+inline void gemm_tile_loop(int m, int n, int k, double alpha, const double* A, int lda, const double* B, int ldb,
+                           double beta, double* C, int ldc) {
+  for (int j = 0; j < n; ++j) {
+    const int i0 = S == TileShape::LowerC ? j / 8 * 8 : 0;
+    for (int i = i0; i < m; ++i) {
+      double acc = 0.0;
+      for (int p = S == TileShape::LowerB ? j : 0; p < k; ++p)
+        acc += A[i + p * lda] * (TB == Trans::No ? B[p + j * ldb] : B[j + p * ldb]);
+      C[i + j * ldc] = beta == 0.0 ? alpha * acc : alpha * acc + beta * C[i + j * ldc];
+    }
+  }
+}
 
 }  // namespace detail
 
@@ -162,15 +217,25 @@ inline void gemm_tile(double alpha, const double* A, int lda, const double* B, i
   if constexpr (N % NR != 0)
     detail::gemm_tile_columns<M, N % NR, TB, S>(Full, K, alpha, A, lda, B, ldb, beta, C, ldc);
 #else
-  for (int j = 0; j < N; ++j) {
-    const int i0 = S == TileShape::LowerC ? j / 8 * 8 : 0;
-    for (int i = i0; i < M; ++i) {
-      double acc = 0.0;
-      for (int p = S == TileShape::LowerB ? j : 0; p < K; ++p)
-        acc += A[i + p * lda] * (TB == Trans::No ? B[p + j * ldb] : B[j + p * ldb]);
-      C[i + j * ldc] = beta == 0.0 ? alpha * acc : alpha * acc + beta * C[i + j * ldc];
-    }
-  }
+  detail::gemm_tile_loop<TB, S>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+#endif
+}
+
+template <Trans TB, TileShape S = TileShape::Full>
+inline void gemm_tile_dynamic(int m, int n, int k, double alpha, const double* A, int lda, const double* B, int ldb,
+                              double beta, double* C, int ldc) {
+  if (m <= 0 || n <= 0) return;
+  if (k < 0) k = 0;
+#if KNOT_GEMM_TILE_SIMD
+  constexpr int NR = 4;
+  const int full = n / NR * NR;
+  for (int j0 = 0; j0 < full; j0 += NR)
+    detail::gemm_tile_columns_dynamic<NR, TB, S>(m, j0, k, alpha, A, lda, B, ldb, beta, C, ldc);
+  detail::with_fixed<NR - 1>(n - full, [&]<int NC>() {
+    detail::gemm_tile_columns_dynamic<NC, TB, S>(m, full, k, alpha, A, lda, B, ldb, beta, C, ldc);
+  });
+#else
+  detail::gemm_tile_loop<TB, S>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 #endif
 }
 
