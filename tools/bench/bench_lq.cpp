@@ -44,6 +44,14 @@ void sizes(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK_CAPTURE(BM_Lq, riccati, Linsys::Riccati)->Apply(sizes);
+// State sizes the Riccati backend has not compiled in (run-time-size kernels), N = 50.
+BENCHMARK_CAPTURE(BM_Lq, riccati_runtime_nx, Linsys::Riccati)
+    ->ArgNames({"nx", "nu", "N"})
+    ->Args({18, 6, 50})
+    ->Args({22, 3, 50})
+    ->Args({27, 3, 50})
+    ->Args({36, 12, 50})
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_Lq, bdsv, Linsys::Bdsv)->Apply(sizes);
 BENCHMARK_CAPTURE(BM_Lq, pcg, Linsys::Pcg)->Apply(sizes);
 BENCHMARK_CAPTURE(BM_Lq, kkt_ldlt, Linsys::KktLdlt)->Apply(sizes);
