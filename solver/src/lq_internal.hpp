@@ -12,6 +12,7 @@
 
 #include "knot/linalg/config.hpp"
 #include "knot/linalg/dense/gemv.hpp"
+#include "knot/linalg/dense/gemm_tile.hpp"
 #include "knot/linalg/dense/gemv_tile.hpp"
 #include "knot/linalg/group.hpp"
 #include "knot/solver/lq.hpp"
@@ -139,13 +140,70 @@ inline bool all_finite(const double* v, std::size_t n) {
   return ((carry[0] | carry[1] | carry[2] | carry[3]) >> 63) == 0;
 }
 
+#if KNOT_GEMM_TILE_SIMD
+// Run-time row counts (a state size outside the compiled-in lists) on 4-lane vectors; linalg's gemv
+// would run them one scalar FMA chain at a time.
+
+// c = alpha A op(B)(:, 0) + beta c for one column, A m x k at run-time sizes, op(B)(p, 0) = B[p]
+// (Trans::No) or B[p ldb] (Trans::Yes): tiles of 16 rows (four independent vector FMA chains; gemm_tile's
+// 8-row tiles have two), the m % 16 rows left by the tile of that height.
+template <linalg::Trans TB>
+__attribute__((flatten)) inline void column_product(int m, int k, double alpha, const double* A, int lda,
+                                                    const double* B, int ldb, double beta, double* c) {
+  constexpr int MR = 16;
+  constexpr auto full_shape = linalg::TileShape::Full;
+  const int full = m / MR * MR;
+  for (int i0 = 0; i0 < full; i0 += MR)
+    linalg::detail::gemm_tile_block<MR, 1, TB, full_shape>(i0, 0, k, alpha, A, lda, B, ldb, beta, c, m);
+  linalg::detail::with_fixed<MR - 1>(m - full, [&]<int Rows>() {
+    linalg::detail::gemm_tile_block<Rows, 1, TB, full_shape>(full, 0, k, alpha, A, lda, B, ldb, beta, c, m);
+  });
+}
+
+// y(j0 .. j0+NC-1) = A(:, j0..)' x + beta y (beta 0 or 1), A m x n: each column summed down its rows in
+// 4-lane vectors (NC independent chains), the lanes reduced at the end, the m % 4 rows left added as
+// scalars (a vector load there would read past the column).
+template <int NC>
+inline void dot_columns(int m, int j0, const double* A, int lda, const double* x, double beta, double* y) {
+  const int mv = m / 4 * 4;
+  linalg::detail::Tile4 acc[4] = {};
+  for (int i = 0; i < mv; i += 4) {
+    linalg::detail::Tile4 xv;
+    linalg::detail::tile_load<4>(xv, x + i);
+    KNOT_UNROLL for (int c = 0; c < NC; ++c) {
+      linalg::detail::Tile4 a;
+      linalg::detail::tile_load<4>(a, A + i + (j0 + c) * lda);
+      acc[c] += a * xv;
+    }
+  }
+  linalg::detail::Tile4 sum;
+  linalg::detail::lane_sums(sum, acc[0], acc[1], acc[2], acc[3]);
+  KNOT_UNROLL for (int c = 0; c < NC; ++c) {
+    double t = sum[c];
+    for (int i = mv; i < m; ++i) t += A[i + (j0 + c) * lda] * x[i];
+    y[j0 + c] = beta == 0.0 ? t : y[j0 + c] + t;
+  }
+}
+
+__attribute__((flatten)) inline void gemv_t_dynamic(int m, int n, const double* A, int lda, const double* x,
+                                                    double beta, double* y) {
+  const int full = n / 4 * 4;
+  for (int j0 = 0; j0 < full; j0 += 4) dot_columns<4>(m, j0, A, lda, x, beta, y);
+  linalg::detail::with_fixed<3>(n - full, [&]<int NC>() { dot_columns<NC>(m, full, A, lda, x, beta, y); });
+}
+
+#endif
+
 // y += A x (y -= A x with Sub) and y = A'x + beta y (beta 0 or 1) for an M x N block A: gemv_tile's
-// vector sweeps on fixed sizes, linalg's gemv on the others.
+// vector sweeps on fixed sizes, the kernels above at a run-time row count, linalg's gemv otherwise.
 template <int M, int N, bool Sub = false>
 inline void mv_n(int m, int n, const double* A, int lda, const double* x, double* y) {
 #if KNOT_GEMM_TILE_SIMD
   if constexpr (M != kDynamic && N != kDynamic) {
     linalg::gemv_tile_n<M, N, false, Sub>(A, lda, x, y);
+    return;
+  } else if constexpr (M == kDynamic) {
+    column_product<linalg::Trans::No>(m, n, Sub ? -1.0 : 1.0, A, lda, x, 1, 1.0, y);
     return;
   }
 #endif
@@ -158,6 +216,9 @@ inline void mv_t(int m, int n, const double* A, int lda, const double* x, double
 #if KNOT_GEMM_TILE_SIMD
   if constexpr (M != kDynamic && N != kDynamic) {
     linalg::gemv_tile_t<M, N>(A, lda, x, beta, y);
+    return;
+  } else if constexpr (M == kDynamic) {
+    gemv_t_dynamic(m, n, A, lda, x, beta, y);
     return;
   }
 #endif

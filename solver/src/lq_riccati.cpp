@@ -102,66 +102,17 @@ void gemm_rows(int m, int n, int k, double alpha, const double* A, int lda, cons
 
 // ---- Run-time state sizes
 //
-// At a state size outside RiccatiNx (NX == kDynamic) lq_internal's mv_n / mv_t, transpose_block,
-// mirror_lower and linalg's gemm and trsm loop over a run-time row count one scalar at a time (the
-// solver is built without GCC's loop vectorizer). The helpers below run those steps on gemm_tile's
-// 4-lane vectors instead; with NX fixed they call the usual kernels.
+// At a state size outside RiccatiNx (NX == kDynamic) transpose_block, mirror_lower and linalg's gemm
+// and trsm loop over a run-time row count one scalar at a time (the solver is built without GCC's
+// loop vectorizer). The helpers below run those steps on gemm_tile's 4-lane vectors instead, as
+// lq_internal's mv_n / mv_t do for the matrix-vector products; with NX fixed they call the usual
+// kernels.
 
 #if KNOT_GEMM_TILE_SIMD
-using linalg::detail::gemm_tile_block;
 using linalg::detail::Tile4;
 using linalg::detail::tile_accumulate;
 using linalg::detail::tile_load;
 using linalg::detail::tile_store_all;
-using linalg::detail::with_fixed;
-
-// c = alpha A op(B)(:, 0) + beta c for one column, A m x k at run-time sizes, op(B)(p, 0) = B[p]
-// (Trans::No) or B[p ldb] (Trans::Yes): tiles of 16 rows (four independent vector FMA chains; gemm_tile's
-// 8-row tiles have two), the m % 16 rows left by the tile of that height.
-template <Trans TB>
-__attribute__((flatten)) void column_product(int m, int k, double alpha, const double* A, int lda, const double* B,
-                                             int ldb, double beta, double* c) {
-  constexpr int MR = 16;
-  constexpr auto full_shape = linalg::TileShape::Full;
-  const int full = m / MR * MR;
-  for (int i0 = 0; i0 < full; i0 += MR)
-    gemm_tile_block<MR, 1, TB, full_shape>(i0, 0, k, alpha, A, lda, B, ldb, beta, c, m);
-  with_fixed<MR - 1>(m - full, [&]<int Rows>() {
-    gemm_tile_block<Rows, 1, TB, full_shape>(full, 0, k, alpha, A, lda, B, ldb, beta, c, m);
-  });
-}
-
-// y(j0 .. j0+NC-1) = A(:, j0..)' x + beta y (beta 0 or 1), A m x n: each column summed down its rows in
-// 4-lane vectors (NC independent chains), the lanes reduced at the end, the m % 4 rows left added as
-// scalars (a vector load there would read past the column).
-template <int NC>
-inline void dot_columns(int m, int j0, const double* A, int lda, const double* x, double beta, double* y) {
-  const int mv = m / 4 * 4;
-  Tile4 acc[4] = {};
-  for (int i = 0; i < mv; i += 4) {
-    Tile4 xv;
-    tile_load<4>(xv, x + i);
-    KNOT_UNROLL for (int c = 0; c < NC; ++c) {
-      Tile4 a;
-      tile_load<4>(a, A + i + (j0 + c) * lda);
-      acc[c] += a * xv;
-    }
-  }
-  Tile4 sum;
-  linalg::detail::lane_sums(sum, acc[0], acc[1], acc[2], acc[3]);
-  KNOT_UNROLL for (int c = 0; c < NC; ++c) {
-    double t = sum[c];
-    for (int i = mv; i < m; ++i) t += A[i + (j0 + c) * lda] * x[i];
-    y[j0 + c] = beta == 0.0 ? t : y[j0 + c] + t;
-  }
-}
-
-__attribute__((flatten)) inline void gemv_t_dynamic(int m, int n, const double* A, int lda, const double* x,
-                                                    double beta, double* y) {
-  const int full = n / 4 * 4;
-  for (int j0 = 0; j0 < full; j0 += 4) dot_columns<4>(m, j0, A, lda, x, beta, y);
-  with_fixed<3>(n - full, [&]<int NC>() { dot_columns<NC>(m, full, A, lda, x, beta, y); });
-}
 
 // out(:, q) = row q of the 4 x 4 block r (r[c] its column c): columns q = 0..3 of out, 4 rows each.
 inline void transpose4(const Tile4 (&r)[4], double* out, int ldo) {
@@ -202,30 +153,6 @@ inline void mirror_dynamic(int n, double* a, int lda) {
   }
 }
 #endif
-
-// y += A x (y -= A x with Sub) and y = A'x + beta y for an M x N block: mv_n and mv_t, with the row
-// count M at run time on the helpers above.
-template <int M, int N, bool Sub = false>
-void mv_n_rows(int m, int n, const double* A, int lda, const double* x, double* y) {
-#if KNOT_GEMM_TILE_SIMD
-  if constexpr (M == kDynamic) {
-    column_product<Trans::No>(m, n, Sub ? -1.0 : 1.0, A, lda, x, 1, 1.0, y);
-    return;
-  }
-#endif
-  mv_n<M, N, Sub>(m, n, A, lda, x, y);
-}
-
-template <int M, int N>
-void mv_t_rows(int m, int n, const double* A, int lda, const double* x, double beta, double* y) {
-#if KNOT_GEMM_TILE_SIMD
-  if constexpr (M == kDynamic) {
-    gemv_t_dynamic(m, n, A, lda, x, beta, y);
-    return;
-  }
-#endif
-  mv_t<M, N>(m, n, A, lda, x, beta, y);
-}
 
 // dst (n x m) = src' (src m x n) and a's upper triangle <- its lower one (a n x n): transpose_block and
 // mirror_lower, at a run-time state size by 4 x 4 blocks in registers.
@@ -311,18 +238,18 @@ int riccati_backward(int nx_rt, int nu_rt, int N, const LqData& d, const Riccati
     add_bt_w<NX, NU>(nx, nu, B, w.W, L);
 
     std::memcpy(w.pc, p, nx * sizeof(double));
-    mv_n_rows<NX, NX>(nx, nx, P, nx, d.c_k(k), w.pc);
+    mv_n<NX, NX>(nx, nx, P, nx, d.c_k(k), w.pc);
     std::memcpy(pk, d.q_k(k), nx * sizeof(double));
-    mv_n_rows<NX, NX>(nx, nx, w.At, nx, w.pc, pk);
+    mv_n<NX, NX>(nx, nx, w.At, nx, w.pc, pk);
     std::memcpy(kt, d.r_k(k), nu * sizeof(double));
-    mv_t_rows<NX, NU>(nx, nu, B, nx, w.pc, 1.0, kt);
+    mv_t<NX, NU>(nx, nu, B, nx, w.pc, 1.0, kt);
 
     if (linalg::potrf<NU>(g, nu, L, nu) != 0) return k;
     solve_y<NX, NU>(nx, nu, L, Y);
     gemm_rows<Trans::Yes, NX, NX, NU, true>(nx, nx, nu, -1.0, Y, nx, Y, nx, 1.0, Pk, nx);
     mirror_rows<NX>(nx, Pk, nx);
     linalg::trsv<Uplo::Lower, Trans::No, NU>(g, nu, L, nu, kt);
-    mv_n_rows<NX, NU, true>(nx, nu, Y, nx, kt, pk);
+    mv_n<NX, NU, true>(nx, nu, Y, nx, kt, pk);
   }
   return -1;
 }
@@ -340,13 +267,13 @@ void riccati_backward_vectors(int nx_rt, int nu_rt, int N, const LqData& d, cons
     double* pk = w.p + static_cast<std::size_t>(k) * nx;
     double* kt = w.kt + static_cast<std::size_t>(k) * nu;
     std::memcpy(w.pc, p, nx * sizeof(double));
-    mv_n_rows<NX, NX>(nx, nx, w.P + (k + 1) * sxx, nx, d.c_k(k), w.pc);
+    mv_n<NX, NX>(nx, nx, w.P + (k + 1) * sxx, nx, d.c_k(k), w.pc);
     std::memcpy(pk, d.q_k(k), nx * sizeof(double));
-    mv_t_rows<NX, NX>(nx, nx, d.A_k(k), nx, w.pc, 1.0, pk);
+    mv_t<NX, NX>(nx, nx, d.A_k(k), nx, w.pc, 1.0, pk);
     std::memcpy(kt, d.r_k(k), nu * sizeof(double));
-    mv_t_rows<NX, NU>(nx, nu, d.B_k(k), nx, w.pc, 1.0, kt);
+    mv_t<NX, NU>(nx, nu, d.B_k(k), nx, w.pc, 1.0, kt);
     linalg::trsv<Uplo::Lower, Trans::No, NU>(g, nu, w.L + static_cast<std::size_t>(k) * nu * nu, nu, kt);
-    mv_n_rows<NX, NU, true>(nx, nu, w.Y + k * sxu, nx, kt, pk);
+    mv_n<NX, NU, true>(nx, nu, w.Y + k * sxu, nx, kt, pk);
   }
 }
 
@@ -363,18 +290,18 @@ void riccati_forward(int nx_rt, int nu_rt, int N, const LqData& d, const Riccati
     double* xn = s.x_k(k + 1);
     const double* L = w.L + static_cast<std::size_t>(k) * nu * nu;
     std::memcpy(u, w.kt + static_cast<std::size_t>(k) * nu, nu * sizeof(double));
-    mv_t_rows<NX, NU>(nx, nu, w.Y + k * sxu, nx, x, 1.0, u);
+    mv_t<NX, NU>(nx, nu, w.Y + k * sxu, nx, x, 1.0, u);
     linalg::trsv<Uplo::Lower, Trans::Yes, NU>(g, nu, L, nu, u);
     for (int i = 0; i < nu; ++i) u[i] = -u[i];
     std::memcpy(xn, d.c_k(k), nx * sizeof(double));
-    mv_n_rows<NX, NX>(nx, nx, d.A_k(k), nx, x, xn);
-    mv_n_rows<NX, NU>(nx, nu, d.B_k(k), nx, u, xn);
+    mv_n<NX, NX>(nx, nx, d.A_k(k), nx, x, xn);
+    mv_n<NX, NU>(nx, nu, d.B_k(k), nx, u, xn);
   }
   if (!costate) return;
   for (int k = 0; k <= N; ++k) {
     double* lam = s.lambda_k(k);
     std::memcpy(lam, w.p + static_cast<std::size_t>(k) * nx, nx * sizeof(double));
-    mv_n_rows<NX, NX>(nx, nx, w.P + k * sxx, nx, s.x_k(k), lam);
+    mv_n<NX, NX>(nx, nx, w.P + k * sxx, nx, s.x_k(k), lam);
   }
 }
 

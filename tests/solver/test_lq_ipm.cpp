@@ -148,8 +148,9 @@ LqIpmSolution solve_ipm(const LqData& d, const LqBounds& b, LqIpmStatus* status,
 
 TEST(LqIpm, KktConditionsOnRandomBoxConstrainedProblems) {
   Rng rng(71);
-  const LqSize sizes[] = {{1, 1, 1}, {1, 1, 30}, {2, 1, 3},  {3, 2, 10}, {4, 1, 50},
-                          {5, 5, 30}, {7, 3, 12}, {12, 4, 20}, {14, 7, 16}, {28, 7, 6}};
+  // (21, 3) and (18, 9): state (and control) sizes not compiled in, on the run-time-size kernels.
+  const LqSize sizes[] = {{1, 1, 1},   {1, 1, 30},  {2, 1, 3},   {3, 2, 10}, {4, 1, 50}, {5, 5, 30},
+                          {7, 3, 12},  {12, 4, 20}, {14, 7, 16}, {28, 7, 6}, {21, 3, 8}, {18, 9, 6}};
   int violated_total = 0;
   for (const LqSize& z : sizes) {
     SCOPED_TRACE(testing::Message() << "nx " << z.nx << " nu " << z.nu << " N " << z.N);
