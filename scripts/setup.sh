@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Knot builds with, only those that are missing. Idempotent.
 set -euo pipefail
-pkgs=(cmake g++ make pkg-config
+pkgs=(cmake g++ make pkg-config ccache
       libeigen3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev
       libgtest-dev libgmock-dev libbenchmark-dev
       liblapacke-dev libopenblas-dev
