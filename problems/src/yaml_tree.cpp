@@ -324,6 +324,9 @@ std::size_t utf8_error(std::string_view s) {
 }
 
 Node parse(std::string_view text, const std::shared_ptr<const Source>& source) {
+  // A UTF-8 byte-order mark is not part of the document; yaml-cpp's marks do not count it either,
+  // and the checks here use their positions in the text.
+  if (text.substr(0, 3) == "\xef\xbb\xbf") text.remove_prefix(3);
   check_bytes(text, source);
   std::istringstream in{std::string(text)};
   TreeBuilder builder(text, source);

@@ -645,6 +645,7 @@ TEST(Loader, TextChecksPassValidText) {
   EXPECT_EQ(from_string("\xef\xbb\xbfname: \xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\xa4\x96\r\n" + kRest).name,
             "\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\xa4\x96");
   EXPECT_EQ(from_string("name: p\t# tab before a comment\n" + kRest).name, "p");
+  EXPECT_EQ(from_string("description: \"d\"\r\n# CRLF\r\nname: 'p q'\r\n" + kRest).name, "p q");
   EXPECT_EQ(from_string("name: '42'\n" + kRest).name, "42");
   EXPECT_EQ(from_string("name: \"true\"\n" + kRest).name, "true");
   // Invalid UTF-8 in a comment is outside every value, so it is not reported.
@@ -663,6 +664,9 @@ TEST(Loader, UnterminatedStringIsNamedWithWhereItStarts) {
   EXPECT_CONTAINS(error_of("name: \"abc\\\"\n" + kRest), "test.yaml:1:7: name: expected a closing \"");
   EXPECT_CONTAINS(error_of("name: 'it''s\n" + kRest), "test.yaml:1:7: name: expected a closing '");
   EXPECT_CONTAINS(error_of("name: &a !!str \"abc\n" + kRest), "unterminated string starting at line 1 column 7");
+  // After a byte-order mark, columns count from the first character after it.
+  EXPECT_CONTAINS(error_of("\xef\xbb\xbfname: \"abc\n" + kRest), "test.yaml:1:7: name: expected a closing \"");
+  EXPECT_CONTAINS(error_of("\xef\xbb\xbfname: a\xffq\n" + kRest), "test.yaml:1:8: name: expected valid UTF-8 text");
 }
 
 TEST(Loader, NulAndControlBytesAreNamedAtTheirPosition) {
