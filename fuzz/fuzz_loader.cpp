@@ -3,10 +3,10 @@
 // input; anything else escaping, a crash, a sanitizer report, a leak or a hang is a finding.
 //
 // Input: optional leading lines "--set key.path=value" (at most 4) become overrides; the rest is
-// the problem file. Relative paths in it (extends, reference tables, URDFs) resolve against an
-// empty temporary directory, so they never reach real files.
-#include <unistd.h>
-
+// the problem file. Relative paths in it resolve against fuzz/files (KNOT_FUZZ_FILES), which holds
+// what the corpus refers to: robots/arm.urdf, reference tables and a parent for `extends`; so the
+// URDF, table and extends readers run on every input that names them.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -20,24 +20,7 @@
 
 namespace {
 
-namespace fs = std::filesystem;
-
-void remove_empty_dir();
-
-const fs::path& empty_dir() {
-  static const fs::path dir = [] {
-    const fs::path d = fs::temp_directory_path() / ("knot_fuzz_empty_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    std::atexit(remove_empty_dir);
-    return d;
-  }();
-  return dir;
-}
-
-void remove_empty_dir() {
-  std::error_code ec;
-  fs::remove_all(empty_dir(), ec);
-}
+const std::filesystem::path kFiles = KNOT_FUZZ_FILES;
 
 }  // namespace
 
@@ -52,7 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   try {
     const knot::problems::Problem problem =
-        knot::problems::load_problem_from_string(text, "<fuzz>", empty_dir(), overrides);
+        knot::problems::load_problem_from_string(text, "<fuzz>", kFiles, overrides);
     const std::string description = knot::problems::describe(problem);
     if (description.empty()) std::abort();  // describe() always names the problem
   } catch (const knot::problems::ProblemError&) {

@@ -24,6 +24,9 @@ using yaml::Where;
 
 // A horizon longer than this is taken for a typo rather than a problem to allocate for.
 constexpr long long kMaxKnots = 1'000'000;
+// A time step outside this is a typo or a unit slip (microseconds written as seconds), and its
+// extremes would make N dt, 1/dt or dt^2 overflow or vanish; it also keeps subnormals out.
+const Range kDtRange = Range::closed(1e-9, 1e6);
 // Deeper `extends` chains are surely a mistake (cycles are reported separately).
 constexpr std::size_t kMaxExtendsDepth = 32;
 
@@ -234,7 +237,7 @@ Horizon read_horizon(const MapReader& top, const Model& model) {
   h.allow_only({"N", "dt", "integrator"});
   Horizon out;
   out.N = static_cast<int>(yaml::to_integer(h.require("N", "an integer >= 1"), "horizon.N", 1, kMaxKnots));
-  out.dt = yaml::to_number(h.require("dt", "a number > 0 (seconds)"), "horizon.dt", Range::positive());
+  out.dt = yaml::to_number(h.require("dt", kDtRange.describe() + " (seconds)"), "horizon.dt", kDtRange);
   if (const Node* n = h.find("integrator")) {
     std::vector<std::string> names;
     for (std::string_view s : integrator_names()) names.emplace_back(s);
@@ -258,10 +261,7 @@ std::vector<std::string> read_names(const MapReader& top, const char* key, std::
                                     std::vector<std::string> fallback) {
   const Node* n = top.find(key);
   if (!n) return fallback;
-  std::vector<std::string> names = yaml::to_strings(*n, key, size, size_name);
-  for (std::size_t i = 0; i < names.size(); ++i)
-    if (names[i].empty()) yaml::fail(n->items[i], yaml::index_path(key, i), "a non-empty name");
-  return names;
+  return yaml::to_names(*n, key, size, size_name);
 }
 
 // Reports a failed SolverSettings/MpcSettings check at the field's position.
@@ -345,8 +345,7 @@ Problem build(const Node& root, const std::string& source) {
 
   Problem p;
   p.source = source;
-  p.name = yaml::to_string(top.require("name", "a string"), "name");
-  if (p.name.empty()) yaml::fail(*top.find("name"), "name", "a non-empty string");
+  p.name = yaml::to_name(top.require("name", "a string"), "name");
   if (const Node* n = top.find("description"); n && !n->is_null()) p.description = yaml::to_string(*n, "description");
   p.model = read_model(top);
   const int nx = p.model->nx(), nu = p.model->nu();

@@ -49,8 +49,7 @@ std::string read_type(const MapReader& r, const std::vector<std::string>& types,
 std::string read_name(const MapReader& r, const std::string& type, std::size_t index, std::vector<std::string>& taken,
                       const char* section) {
   const Node* n = r.find("name");
-  std::string name = n ? yaml::to_string(*n, r.key_path("name")) : type + "_" + std::to_string(index);
-  if (n && name.empty()) yaml::fail(*n, r.key_path("name"), "a non-empty name");
+  std::string name = n ? yaml::to_name(*n, r.key_path("name")) : type + "_" + std::to_string(index);
   const auto it = std::find(taken.begin(), taken.end(), name);
   if (it != taken.end()) {
     const Node& at = n ? *n : *r.find("type");

@@ -94,6 +94,26 @@ std::string to_string(const Node& node, const std::string& path) {
   return node.text;
 }
 
+std::string to_name(const Node& node, const std::string& path) {
+  if (!node.is_scalar()) fail(node, path, "a name (a string)");
+  if (node.plain) {
+    long long i = 0;
+    if (parse_number(node.text).cls != NumberClass::NotANumber || parse_integer(node.text, i))
+      fail(node, path, "a name (a string)", "the number " + node.text, "quote it to use it as a name");
+    if (std::find(kTrue.begin(), kTrue.end(), node.text) != kTrue.end() ||
+        std::find(kFalse.begin(), kFalse.end(), node.text) != kFalse.end())
+      fail(node, path, "a name (a string)", "the boolean " + node.text, "quote it to use it as a name");
+  }
+  if (node.text.empty()) fail(node, path, "a non-empty name");
+  for (std::size_t i = 0; i < node.text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(node.text[i]);
+    if (c < 0x20 || c == 0x7f)
+      fail(node, path, "a name without control characters",
+           quote(node.text) + " (character " + std::to_string(c) + " at byte " + std::to_string(i) + ")");
+  }
+  return node.text;
+}
+
 std::string index_path(const std::string& path, std::size_t i) { return path + "[" + std::to_string(i) + "]"; }
 
 namespace {
@@ -141,6 +161,15 @@ std::vector<std::string> to_strings(const Node& node, const std::string& path, s
     fail(node, path, list_of(size, "name", size_name));
   std::vector<std::string> out;
   for (std::size_t i = 0; i < node.items.size(); ++i) out.push_back(to_string(node.items[i], index_path(path, i)));
+  return out;
+}
+
+std::vector<std::string> to_names(const Node& node, const std::string& path, std::size_t size,
+                                  std::string_view size_name) {
+  if (!node.is_sequence() || (size != 0 && node.items.size() != size))
+    fail(node, path, list_of(size, "name", size_name));
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < node.items.size(); ++i) out.push_back(to_name(node.items[i], index_path(path, i)));
   return out;
 }
 

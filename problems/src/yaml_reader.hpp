@@ -36,6 +36,10 @@ long long to_integer(const Node& node, const std::string& path, long long lo, lo
 bool to_bool(const Node& node, const std::string& path);
 // Any scalar, as written.
 std::string to_string(const Node& node, const std::string& path);
+// A name (the problem's, a state's, a term's): a non-empty scalar, not a plain number or boolean
+// (`name: 42` is a forgotten quote more often than a name), without control characters. Scalars are
+// valid UTF-8 already (parse() checks).
+std::string to_name(const Node& node, const std::string& path);
 // A list of numbers; `size` 0 accepts any length; `size_name` ("nx") explains the expected length.
 std::vector<double> to_vector(const Node& node, const std::string& path, std::size_t size, const Range& range = {},
                               bool allow_inf = false, std::string_view size_name = {});
@@ -43,6 +47,9 @@ std::vector<double> to_vector(const Node& node, const std::string& path, std::si
 std::vector<double> to_matrix(const Node& node, const std::string& path, int rows, int cols);
 std::vector<std::string> to_strings(const Node& node, const std::string& path, std::size_t size,
                                     std::string_view size_name = {});
+// A list of names, each read by to_name.
+std::vector<std::string> to_names(const Node& node, const std::string& path, std::size_t size,
+                                  std::string_view size_name = {});
 std::string index_path(const std::string& path, std::size_t i);  // "costs[2]"
 
 // Reads one mapping. Records every key asked for, so finish() can name a key nobody read, with the

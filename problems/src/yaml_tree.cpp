@@ -32,12 +32,33 @@ Entry* Node::find(std::string_view key) {
 
 namespace {
 
+std::string hex_byte(char c) {
+  static const char* digits = "0123456789abcdef";
+  const auto b = static_cast<unsigned char>(c);
+  return std::string("0x") + digits[b >> 4] + digits[b & 15];
+}
+
+// The file position of byte `offset` of `text` (columns count bytes, as yaml-cpp's marks do).
+SourceLocation text_location(std::string_view text, std::size_t offset,
+                             const std::shared_ptr<const Source>& source) {
+  int line = 1, column = 1;
+  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return SourceLocation{source->name, line, column};
+}
+
 // Builds the Node tree from yaml-cpp's parser events (not from YAML::Node, whose marks do not survive
 // copies), checking what yaml-cpp lets through: duplicate keys, non-scalar keys, recursive aliases,
 // and the size and depth limits.
 class TreeBuilder final : public YAML::EventHandler {
  public:
-  explicit TreeBuilder(const std::shared_ptr<const Source>& source) : source_(source) {}
+  TreeBuilder(std::string_view text, const std::shared_ptr<const Source>& source) : text_(text), source_(source) {}
 
   // The document built by the last HandleNextDocument, and the mark of its first node.
   Node take_root() { return std::move(root_); }
@@ -61,6 +82,8 @@ class TreeBuilder final : public YAML::EventHandler {
     Node n = make(Node::Kind::Scalar, mark);
     n.text = value;
     n.plain = tag == "?";  // "!" for a quoted scalar, the tag itself for a tagged one
+    if (!n.plain) check_closed(mark, n.at);
+    if (utf8_error(value) != std::string::npos) bad_utf8(mark);
     finish(std::move(n), anchor, 1);
   }
 
@@ -101,6 +124,44 @@ class TreeBuilder final : public YAML::EventHandler {
     std::shared_ptr<const Node> node;
     std::size_t size = 0;
   };
+
+  // yaml-cpp takes the end of the text for the end of a quoted scalar that is never closed, so the
+  // rest of the document becomes one string; look for the closing quote in the text itself.
+  void check_closed(const YAML::Mark& mark, const Where& at) const {
+    if (mark.pos < 0 || static_cast<std::size_t>(mark.pos) >= text_.size()) return;
+    std::size_t i = static_cast<std::size_t>(mark.pos);
+    while (i < text_.size() && (text_[i] == '!' || text_[i] == '&')) {  // a tag or anchor first: !tag 'text'
+      while (i < text_.size() && text_[i] != ' ' && text_[i] != '\t') ++i;
+      while (i < text_.size() && (text_[i] == ' ' || text_[i] == '\t')) ++i;
+    }
+    if (i >= text_.size() || (text_[i] != '"' && text_[i] != '\'')) return;  // a block scalar, say
+    const char q = text_[i];
+    for (++i; i < text_.size(); ++i) {
+      if (q == '"' && text_[i] == '\\') {
+        ++i;  // the escaped character, a quote included
+      } else if (text_[i] == q) {
+        if (q == '\'' && i + 1 < text_.size() && text_[i + 1] == '\'') {
+          ++i;  // '' is a quote inside a single-quoted string
+        } else {
+          return;
+        }
+      }
+    }
+    const std::string kind = q == '"' ? "double-quoted" : "single-quoted";
+    throw ProblemError(at.location(), child_path(), "a closing " + std::string(1, q) + " for the " + kind + " string",
+                       "an unterminated string starting at line " + std::to_string(at.line) + " column " +
+                           std::to_string(at.column));
+  }
+
+  // A scalar whose value is not UTF-8: the offending bytes are the first invalid ones in the text
+  // from the scalar's start (escapes always produce valid UTF-8, so they came in raw).
+  [[noreturn]] void bad_utf8(const YAML::Mark& mark) const {
+    const std::size_t start = mark.pos < 0 ? 0 : std::min(static_cast<std::size_t>(mark.pos), text_.size());
+    const std::size_t rel = utf8_error(text_.substr(start));
+    const std::size_t at = rel == std::string::npos ? start : start + rel;
+    throw ProblemError(text_location(text_, at, source_), child_path(), "valid UTF-8 text",
+                       "the byte " + hex_byte(at < text_.size() ? text_[at] : 0) + ", which is not UTF-8 there");
+  }
 
   Where where(const YAML::Mark& m) const {
     if (m.is_null() || m.line < 0) return Where{source_, 0, 0};
@@ -195,6 +256,7 @@ class TreeBuilder final : public YAML::EventHandler {
     f.node.entries.push_back(std::move(e));
   }
 
+  std::string_view text_;
   const std::shared_ptr<const Source>& source_;
   std::vector<Frame> stack_;
   std::vector<Anchored> anchors_;
@@ -212,11 +274,62 @@ SourceLocation mark_location(const std::shared_ptr<const Source>& source, const 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 
+// yaml-cpp misreads bytes a YAML stream may not contain: a NUL ends a line or starts an escape, a
+// UTF-16 byte-order mark switches it to UTF-16. So they are refused before it sees them.
+void check_bytes(std::string_view text, const std::shared_ptr<const Source>& source) {
+  const auto u = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  if (text.size() >= 2 && ((u(0) == 0xff && u(1) == 0xfe) || (u(0) == 0xfe && u(1) == 0xff)))
+    throw ProblemError(text_location(text, 0, source), "", "UTF-8 text", "a UTF-16 byte-order mark");
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = u(i);
+    if (c == 0)
+      throw ProblemError(text_location(text, i, source), "", "text without NUL bytes", "a NUL byte");
+    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f)
+      throw ProblemError(text_location(text, i, source), "", "printable text",
+                         "the control character " + hex_byte(text[i]));
+  }
+}
+
 }  // namespace
 
+std::size_t utf8_error(std::string_view s) {
+  const auto u = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = u(i);
+    std::size_t len = 0;
+    unsigned char lo = 0x80, hi = 0xbf;  // the range of the second byte (RFC 3629's table)
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if (c >= 0xc2 && c <= 0xdf) {
+      len = 2;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      len = 3;
+      if (c == 0xe0) lo = 0xa0;       // no overlong forms
+      else if (c == 0xed) hi = 0x9f;  // no surrogates
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      len = 4;
+      if (c == 0xf0) lo = 0x90;
+      else if (c == 0xf4) hi = 0x8f;  // nothing above U+10FFFF
+    } else {
+      return i;
+    }
+    if (i + len > s.size() || u(i + 1) < lo || u(i + 1) > hi) return i;
+    for (std::size_t k = 2; k < len; ++k)
+      if (u(i + k) < 0x80 || u(i + k) > 0xbf) return i;
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
 Node parse(std::string_view text, const std::shared_ptr<const Source>& source) {
+  // A UTF-8 byte-order mark is not part of the document; yaml-cpp's marks do not count it either,
+  // and the checks here use their positions in the text.
+  if (text.substr(0, 3) == "\xef\xbb\xbf") text.remove_prefix(3);
+  check_bytes(text, source);
   std::istringstream in{std::string(text)};
-  TreeBuilder builder(source);
+  TreeBuilder builder(text, source);
   Node root;
   root.at = Where{source, 1, 1};
   try {

@@ -65,7 +65,8 @@ inline constexpr std::size_t kMaxNodes = 500'000;
 inline constexpr int kMaxDepth = 64;
 inline constexpr std::uintmax_t kMaxFileBytes = 64u << 20;
 
-// Parses one YAML document. Bad syntax, several documents, duplicate keys, non-scalar keys,
+// Parses one YAML document. NUL bytes, control characters, a UTF-16 byte-order mark, a scalar
+// that is not UTF-8, an unterminated quoted string, bad syntax, several documents, duplicate keys, non-scalar keys,
 // recursive aliases and the limits above throw ProblemError. An empty text gives a Null node.
 Node parse(std::string_view text, const std::shared_ptr<const Source>& source);
 
@@ -89,6 +90,10 @@ struct Number {
 Number parse_number(std::string_view text);
 // Decimal integers only ([-+]?[0-9]+); false when not one or out of the range of long long.
 bool parse_integer(std::string_view text, long long& out);
+
+// The offset of the first byte of `s` that does not begin a valid UTF-8 sequence (overlong forms and
+// surrogates included), or npos when `s` is valid UTF-8.
+std::size_t utf8_error(std::string_view s);
 
 // How a node reads in a message: 0.5, 'abc', "quoted", a list of 3 items, a mapping, nothing.
 std::string found(const Node& node);

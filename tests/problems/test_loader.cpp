@@ -576,7 +576,7 @@ TEST(Loader, OverrideErrorsNameTheOverride) {
   EXPECT_EQ(err("horizon.M=3"),
             "--set horizon.M=3: horizon.M: expected one of N, dt or integrator, found unknown key "
             "'M' (did you mean 'N'?)");
-  EXPECT_EQ(err("horizon.dt=-1"), "--set horizon.dt=-1: horizon.dt: expected a number > 0, found -1");
+  EXPECT_EQ(err("horizon.dt=-1"), "--set horizon.dt=-1: horizon.dt: expected a number in [1e-09, 1e+06], found -1");
   EXPECT_CONTAINS(err("costs[7].weights=1"), "costs[7]: expected an index below 3 (the length of costs), found 7");
   EXPECT_CONTAINS(err("x0.a=1"), "x0.a: expected a mapping at x0, found a list of 4 items");
   EXPECT_CONTAINS(err("horizon[0]=1"), "horizon[0]: expected a list at horizon, found a mapping");
@@ -627,11 +627,105 @@ TEST(Loader, AliasExpansionIsBounded) {
 }
 
 TEST(Loader, OddBytesAreAnError) {
-  const std::string nul("name: p\0\x01\x7f\n", 12);
-  EXPECT_THROW(from_string(nul), ProblemError);
-  EXPECT_THROW(from_string("\xff\xfe garbage: [\n"), ProblemError);
   EXPECT_THROW(from_string("? [complex, key]\n: 1\n"), ProblemError);
   EXPECT_THROW(from_string(": 1\n"), ProblemError);
+}
+
+// --- what is wrong with the text, at its position ------------------------------------------------
+
+const std::string kRest = "model: {type: cartpole}\nhorizon: {N: 20, dt: 0.05}\nx0: [0, 3, 0, 0]\n";
+
+// A file that differs from a loading one only in the bytes under test: the positive control.
+TEST(Loader, TextChecksPassValidText) {
+  EXPECT_EQ(from_string("name: 'it''s'\n" + kRest).name, "it's");
+  EXPECT_EQ(from_string("name: \"say \\\"hi\\\" \\\\\"\n" + kRest).name, "say \"hi\" \\");
+  EXPECT_EQ(from_string("name: \"multi\n  line\"\n" + kRest).name, "multi line");
+  EXPECT_EQ(from_string("name: !!str 'tagged'\n" + kRest).name, "tagged");
+  // Two-, three- and four-byte UTF-8, a BOM, tabs and CRLF line ends.
+  EXPECT_EQ(from_string("\xef\xbb\xbfname: \xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\xa4\x96\r\n" + kRest).name,
+            "\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\xa4\x96");
+  EXPECT_EQ(from_string("name: p\t# tab before a comment\n" + kRest).name, "p");
+  EXPECT_EQ(from_string("description: \"d\"\r\n# CRLF\r\nname: 'p q'\r\n" + kRest).name, "p q");
+  EXPECT_EQ(from_string("name: '42'\n" + kRest).name, "42");
+  EXPECT_EQ(from_string("name: \"true\"\n" + kRest).name, "true");
+  // Invalid UTF-8 in a comment is outside every value, so it is not reported.
+  EXPECT_EQ(from_string("name: p  # \xff\n" + kRest).name, "p");
+}
+
+TEST(Loader, UnterminatedStringIsNamedWithWhereItStarts) {
+  // Not "missing key model": yaml-cpp would take the rest of the file for the string.
+  EXPECT_CONTAINS(error_of("name: \"abc\n" + kRest),
+                  "test.yaml:1:7: name: expected a closing \" for the double-quoted string, found an unterminated "
+                  "string starting at line 1 column 7");
+  EXPECT_CONTAINS(error_of("name: p\n" + kRest + "costs: [{name: 'track, type: state, weights: 1}]\n"),
+                  "test.yaml:5:16: costs[0].name: expected a closing ' for the single-quoted string, found an "
+                  "unterminated string starting at line 5 column 16");
+  // An escaped quote does not close a string, and a backslash ends the text here.
+  EXPECT_CONTAINS(error_of("name: \"abc\\\"\n" + kRest), "test.yaml:1:7: name: expected a closing \"");
+  EXPECT_CONTAINS(error_of("name: 'it''s\n" + kRest), "test.yaml:1:7: name: expected a closing '");
+  EXPECT_CONTAINS(error_of("name: &a !!str \"abc\n" + kRest), "unterminated string starting at line 1 column 7");
+  // After a byte-order mark, columns count from the first character after it.
+  EXPECT_CONTAINS(error_of("\xef\xbb\xbfname: \"abc\n" + kRest), "test.yaml:1:7: name: expected a closing \"");
+  EXPECT_CONTAINS(error_of("\xef\xbb\xbfname: a\xffq\n" + kRest), "test.yaml:1:8: name: expected valid UTF-8 text");
+}
+
+TEST(Loader, NulAndControlBytesAreNamedAtTheirPosition) {
+  // Not "unknown escape": yaml-cpp reads a NUL as the start of one.
+  EXPECT_CONTAINS(error_of(std::string("name: p\0q\n", 10) + kRest),
+                  "test.yaml:1:8: <document>: expected text without NUL bytes, found a NUL byte");
+  EXPECT_CONTAINS(error_of(kRest + std::string("name: \"p\0\"\n", 11)),
+                  "test.yaml:4:9: <document>: expected text without NUL bytes, found a NUL byte");
+  EXPECT_CONTAINS(error_of("name: p\x04q\n" + kRest),
+                  "test.yaml:1:8: <document>: expected printable text, found the control character 0x04");
+  EXPECT_CONTAINS(error_of("name: p\n" + kRest + "\x7f"),
+                  "test.yaml:5:1: <document>: expected printable text, found the control character 0x7f");
+  EXPECT_CONTAINS(error_of("\xff\xfen\0a\0m\0e\0"), "test.yaml:1:1: <document>: expected UTF-8 text, found a UTF-16 "
+                                                   "byte-order mark");
+}
+
+TEST(Loader, InvalidUtf8IsNamedAtItsByte) {
+  EXPECT_CONTAINS(error_of("name: p\xffq\n" + kRest),
+                  "test.yaml:1:8: name: expected valid UTF-8 text, found the byte 0xff, which is not UTF-8 there");
+  // A truncated sequence, an overlong form and a surrogate, in a list and a nested key.
+  EXPECT_CONTAINS(error_of("name: p\n" + kRest + "state_names: [a, \"bc\xc3\", c, d]\n"),
+                  "test.yaml:5:21: state_names[1]: expected valid UTF-8 text, found the byte 0xc3");
+  EXPECT_CONTAINS(error_of("name: \xc0\xaf\n" + kRest), "test.yaml:1:7: name: expected valid UTF-8 text, found the byte 0xc0");
+  EXPECT_CONTAINS(error_of("name: p\n" + kRest + "costs:\n  - {name: x\xed\xa0\x80, type: control, weights: 1}\n"),
+                  "test.yaml:6:13: costs[0].name: expected valid UTF-8 text, found the byte 0xed");
+  // In a key: the path is the mapping's.
+  EXPECT_CONTAINS(error_of("name: p\n" + kRest + "solver: {max_\xfeiter: 3}\n"),
+                  "test.yaml:5:14: solver: expected valid UTF-8 text, found the byte 0xfe");
+}
+
+TEST(Loader, NamesAreStrings) {
+  EXPECT_CONTAINS(error_of("name: 42\n" + kRest),
+                  "test.yaml:1:7: name: expected a name (a string), found the number 42 (quote it to use it as a name)");
+  EXPECT_CONTAINS(error_of("name: -1.5e3\n" + kRest), "name: expected a name (a string), found the number -1.5e3");
+  EXPECT_CONTAINS(error_of("name: .inf\n" + kRest), "name: expected a name (a string), found the number .inf");
+  EXPECT_CONTAINS(error_of("name: False\n" + kRest), "name: expected a name (a string), found the boolean False");
+  EXPECT_CONTAINS(error_of("name: p\n" + kRest + "control_names: [7]\n"),
+                  "test.yaml:5:17: control_names[0]: expected a name (a string), found the number 7");
+  EXPECT_CONTAINS(error_of("name: p\n" + kRest + "constraints: [{name: 3, type: control_box, lower: [-1], upper: [1]}]\n"),
+                  "test.yaml:5:22: constraints[0].name: expected a name (a string), found the number 3");
+  EXPECT_CONTAINS(error_of("name: \"a\\tb\"\n" + kRest),
+                  "test.yaml:1:7: name: expected a name without control characters, found 'a?b' (character 9 at byte 1)");
+  EXPECT_CONTAINS(error_of("name: ''\n" + kRest), "test.yaml:1:7: name: expected a non-empty name, found the string ''");
+}
+
+TEST(Loader, DtIsANormalNumberInItsRange) {
+  const std::string head = "name: p\nmodel: {type: cartpole}\nx0: [0, 3, 0, 0]\nhorizon: {N: 20, dt: ";
+  // The bounds themselves load (the positive control)...
+  EXPECT_EQ(from_string(head + "1e-9}\n").horizon.dt, 1e-9);
+  EXPECT_EQ(from_string(head + "1e6}\n").horizon.dt, 1e6);
+  // ...and what lies beyond them does not: subnormal, tiny, huge, non-finite, negative.
+  for (const char* bad : {"1e-320", "4.9e-324", "9.9e-10", "1.000001e6", "1e308", "-0.05", "0"})
+    EXPECT_CONTAINS(error_of(head + bad + "}\n"), "test.yaml:4:22: horizon.dt: expected a number in [1e-09, 1e+06], found " +
+                                                      std::string(bad));
+  EXPECT_CONTAINS(error_of(head + ".inf}\n"), "horizon.dt: expected a number in [1e-09, 1e+06], found .inf");
+  EXPECT_CONTAINS(error_of(head + ".nan}\n"), "horizon.dt: expected a number in [1e-09, 1e+06], found .nan");
+  EXPECT_CONTAINS(error_of(head + "1e-320}\n", {"horizon.dt=1e400"}), "horizon.dt: expected a number in [1e-09, 1e+06]");
+  EXPECT_CONTAINS(error_of(head + "0.05}\n", {"horizon.dt=1e-320"}),
+                  "--set horizon.dt=1e-320: horizon.dt: expected a number in [1e-09, 1e+06], found 1e-320");
 }
 
 TEST(Loader, DuplicateKeysInNestedMapsNameTheirPath) {

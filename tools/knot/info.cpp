@@ -4,6 +4,7 @@
 
 #include "commands.hpp"
 #include "knot/build_info.hpp"
+#include "knot/solver/build.hpp"
 #if KNOT_WITH_CUDA
 #include "knot/linalg/cuda/device.hpp"
 #endif
@@ -15,6 +16,8 @@ int run_info() {
   std::printf("  build type      %s\n", build::kBuildType);
   std::printf("  C++ compiler    %s\n", build::kCxxCompiler);
   std::printf("  sanitizers      %s\n", *build::kSanitize ? build::kSanitize : "none");
+  std::printf("  CPU target      %s (KNOT_ARCH; knot_solver compiled with %s)\n", build::kArch,
+              solver::build_isa());
   std::printf("  CPU threads     %u\n", std::thread::hardware_concurrency());
 #if KNOT_WITH_CUDA
   std::printf("  CUDA            compiled (nvcc %s, sm %s; KNOT_CUDA=%s)\n", build::kCudaCompiler, build::kCudaArchitectures,

@@ -27,7 +27,12 @@ int main(int argc, char** argv) {
   solve->add_option("--set", sopt.overrides, "Override a key after extends: key.path=value (value parsed as YAML)")
       ->allow_extra_args(false);
   solve->add_option("--format", sopt.format, "Summary format")->check(CLI::IsMember({"table", "json", "csv"}));
-  solve->add_option("--output", sopt.output, "Write the trajectory as CSV (knot, time, states, controls)");
+  // An empty path is a slip (an unset shell variable, say), not a request to skip the file.
+  const CLI::Validator file_path(
+      [](std::string& s) { return s.empty() ? std::string("expected a file path, found an empty string") : std::string(); },
+      "PATH");
+  solve->add_option("--output", sopt.output, "Write the trajectory as CSV (knot, time, states, controls)")
+      ->check(file_path);
   solve->add_option("--linsys", sopt.linsys, "LQ backend, overriding solver.linsys")
       ->check(CLI::IsMember({"auto", "riccati", "bdsv", "pcg", "kkt_ldlt"}));
   solve->add_option("--globalization", sopt.globalization, "Line search, overriding solver.globalization")

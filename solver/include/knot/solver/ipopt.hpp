@@ -1,6 +1,7 @@
 // IPOPT cross-check: the discretized NLP Knot's SQP solves, handed to IPOPT (COIN-OR, Debian's
-// coinor-libipopt-dev). Optional at build time: without IPOPT, ipopt_available() is false and
-// solve_with_ipopt() returns IpoptStatus::NotAvailable.
+// coinor-libipopt-dev). solve_with_ipopt and ipopt_available live in knot::ipopt (the rest of this
+// header in knot::solver). Optional at build time: without IPOPT, ipopt_available() is false and
+// solve_with_ipopt() returns IpoptStatus::NotAvailable (in this build tree; nothing is installed).
 //
 // The NLP (OcpNlp), over z = [x_0; u_0; x_1; u_1; ...; u_{N-1}; x_N] (knot by knot, so the KKT
 // matrix is banded):
