@@ -108,13 +108,20 @@ void check_inner_loop(const problems::Problem& p, const SolverOptions& base, con
 
   o.time_limit = limit;
   o.max_iter = 100;
-  Solver limited(p, o);
-  const Timed r = timed_solve(limited);
-  EXPECT_EQ(r.status, Status::TimeLimit) << limited.solution().message();
-  EXPECT_LE(r.seconds, bound) << limited.solution().message() << " (size " << size << ", step " << step << " s)";
-  EXPECT_NE(limited.solution().message().find(phase), std::string_view::npos) << limited.solution().message();
-  EXPECT_EQ(r.allocations, 0);
-  expect_initial_iterate(limited, p);
+  // On a loaded machine a preempted linearization can outlast the limit, and then the first
+  // iterate's own check ends the solve (within the bound too, but the inner loop untested): such
+  // a run is repeated, up to five times.
+  bool inner = false;
+  for (int attempt = 0; attempt < 5 && !inner; ++attempt) {
+    Solver limited(p, o);
+    const Timed r = timed_solve(limited);
+    EXPECT_EQ(r.status, Status::TimeLimit) << limited.solution().message();
+    EXPECT_LE(r.seconds, bound) << limited.solution().message() << " (size " << size << ", step " << step << " s)";
+    EXPECT_EQ(r.allocations, 0);
+    expect_initial_iterate(limited, p);
+    inner = limited.solution().message().find(phase) != std::string_view::npos;
+  }
+  EXPECT_TRUE(inner) << "the limit never fired inside the step (" << phase << ")";
 }
 
 // Direct backends: the concave term makes every LQ solve fail until the regularization delta passes
@@ -133,7 +140,7 @@ void check_regularization_retries(Linsys linsys) {
     ASSERT_GT(s.stats().lq_solves, 2) << "the concave term must make the LQ indefinite";
   }
   const auto retries = [](SolverOptions& opt, int n) { opt.reg_growth = std::pow(kConcave / opt.reg_init, 1.0 / n); };
-  check_inner_loop(p, o, few, 200, retries, "(in the regularization retries)");
+  check_inner_loop(p, o, few, 50, retries, "(in the regularization retries)");
 }
 
 TEST(SqpTimeLimit, HoldsDuringRegularizationRetriesRiccati) { check_regularization_retries(Linsys::Riccati); }
