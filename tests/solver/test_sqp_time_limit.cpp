@@ -1,5 +1,6 @@
 // time_limit holds inside an SQP iteration: on every LQ backend a solve whose first iteration runs
-// far past the limit (hundreds of regularization retries on the direct backends, one long pcg solve)
+// far past the limit (hundreds of regularization retries on the direct backends, one long pcg solve,
+// thousands of line-search trials)
 // returns TimeLimit within the limit plus a margin of 50 ms and one uninterruptible piece of work,
 // measured in the same test, at the initial iterate, without allocating. Each case has its negative
 // control: the same first iteration without a limit runs past that bound, so a check between
@@ -38,6 +39,24 @@ class ConcaveControl final : public problems::CostTerm {
   double accumulate(const problems::StagePoint& p, const problems::CostBlocks& out) const override {
     if (out.gu) out.gu[0] -= kConcave * p.u[0];
     if (out.Huu) out.Huu[0] -= kConcave;
+    return value(p);
+  }
+};
+
+// 1/2 u'u, but NaN beyond |u| > kNanBeyond: the linearization at u = 0 is fine, and the line search
+// rejects every trial point until alpha |du| falls below kNanBeyond (each trial a full evaluation).
+constexpr double kNanBeyond = 1e-4;
+class NanBeyondControl final : public problems::CostTerm {
+ public:
+  NanBeyondControl() : CostTerm(problems::TermInfo{"nan_beyond", problems::StageSet::Running, false}) {}
+  std::string_view type() const override { return "nan_beyond_control"; }
+  bool uses_control() const override { return true; }
+  double value(const problems::StagePoint& p) const override {
+    return std::abs(p.u[0]) > kNanBeyond ? std::nan("") : 0.5 * p.u[0] * p.u[0];
+  }
+  double accumulate(const problems::StagePoint& p, const problems::CostBlocks& out) const override {
+    if (out.gu) out.gu[0] += p.u[0];
+    if (out.Huu) out.Huu[0] += 1.0;
     return value(p);
   }
 };
@@ -166,6 +185,24 @@ TEST(SqpTimeLimit, HoldsDuringOnePcgSolve) {
   Solver s(p, capped);
   s.solve();
   EXPECT_EQ(s.stats().lq_iterations, 400);
+}
+
+// Line search: the filter backtracks from alpha = 1 to about kNanBeyond / |du| (10 decades);
+// backtrack sets the number of trials on the way.
+TEST(SqpTimeLimit, HoldsDuringTheLineSearch) {
+  problems::Problem p = long_lqr(false, 2000);
+  p.costs.push_back(std::make_shared<NanBeyondControl>());
+  SolverOptions o = sqp_options(p);
+  o.lq.linsys = Linsys::Riccati;
+  SolverOptions few = o;
+  few.max_iter = 1;  // backtrack 0.5: about 15 trials
+  {
+    Solver s(p, few);
+    s.solve();
+    ASSERT_GT(s.stats().history()[0].backtracks, 5) << s.solution().message();
+  }
+  const auto trials = [](SolverOptions& opt, int n) { opt.backtrack = std::exp(-10.0 / n); };
+  check_inner_loop(p, o, few, 100, trials, "(in the line search)");
 }
 
 // No time limit, no clock: the solve is bitwise the one without the inner checks' code paths taken
