@@ -205,8 +205,8 @@ TEST(SqpTimeLimit, HoldsDuringTheLineSearch) {
   check_inner_loop(p, o, few, 100, trials, "(in the line search)");
 }
 
-// No time limit, no clock: the solve is bitwise the one without the inner checks' code paths taken
-// (same iterate as a solve with a limit too far away to fire).
+// The checks only read the clock: a limit too far away to fire (pcg then runs its deadline variant)
+// gives bitwise the iterates of no limit at all (which reads no clock and runs the code of before).
 TEST(SqpTimeLimit, DistantLimitChangesNothing) {
   for (Linsys linsys : {Linsys::Riccati, Linsys::Pcg}) {
     SCOPED_TRACE(solver::to_string(linsys));
