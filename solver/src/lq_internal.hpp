@@ -2,6 +2,7 @@
 // the compile-time size dispatch and small block helpers.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -60,6 +61,11 @@ class LqBackend {
   // x and u only (LqSolver::solve_primal); by default a full solve.
   virtual LqStatus solve_primal(const LqData& data, LqSolution& sol, LqStats& stats) { return solve(data, sol, stats); }
   virtual std::size_t bytes() const = 0;  // its workspace and the object itself
+
+  // LqSolver::set_deadline; iterative backends poll it.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  bool has_deadline() const { return deadline != std::chrono::steady_clock::time_point::max(); }
+  bool past_deadline() const { return has_deadline() && std::chrono::steady_clock::now() >= deadline; }
 };
 
 std::unique_ptr<LqBackend> make_riccati(int nx, int nu, int N, const LqOptions& opt);

@@ -27,6 +27,7 @@
 // the smallest curvature of the cost on the constraints' null space), and each step reuses the
 // factorization. docs/solver-lq.md records the accuracy.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -323,6 +324,12 @@ class SchurBackend final : public LqBackend {
         Serial g;
         return linalg::pcg<X>(g, nb, bs, S, P, gm, x, s, o);
       };
+      pcg_until_ = [](int nb, int bs, const double* S, const double* P, const double* gm, double* x, double* s,
+                      const linalg::PcgOptions<double>& o, std::chrono::steady_clock::time_point deadline) {
+        Serial g;
+        return linalg::pcg<X>(g, nb, bs, S, P, gm, x, s, o,
+                              [deadline](int) { return std::chrono::steady_clock::now() >= deadline; });
+      };
     });
   }
 
@@ -359,10 +366,11 @@ class SchurBackend final : public LqBackend {
     } else {
       std::fill(w_.lam + nx, w_.lam + static_cast<std::size_t>(nb + 1) * nx, 0.0);
     }
-    const bool converged = apply(d, s.x.data(), s.u.data(), s.lambda.data(), st);
+    const Outcome outcome = apply(d, s.x.data(), s.u.data(), s.lambda.data(), st);
     st.pcg_iterations = st.pcg_iterations_total;
+    if (outcome == Outcome::Stopped) return LqStatus::Interrupted;
 
-    LqStatus status = converged ? LqStatus::Solved : LqStatus::MaxIterations;
+    LqStatus status = outcome == Outcome::Converged ? LqStatus::Solved : LqStatus::MaxIterations;
     if (st.regularized_stages > 0) status = refine(d, s, st);
     // NaN in the data may also just stop pcg (a non-finite residual), leaving a finite iterate.
     if (!solution_finite(s) || (status != LqStatus::Solved && !data_finite(d))) return LqStatus::NonFinite;
@@ -372,12 +380,15 @@ class SchurBackend final : public LqBackend {
   std::size_t bytes() const override { return arena_.bytes() + sizeof(*this); }
 
  private:
+  enum class Outcome { Converged, NotConverged, Stopped };
+
   // (x, u, lambda) <- the solution for the right-hand side in w_.a, w_.b; the lambda iteration starts
-  // from w_.lam's interior (pcg). Returns false when pcg did not converge.
-  bool apply(const LqData& d, double* x, double* u, double* lambda, LqStats& st) {
+  // from w_.lam's interior (pcg). NotConverged: pcg ran out of iterations; Stopped: it passed the
+  // deadline, and x, u, lambda are left as they were.
+  Outcome apply(const LqData& d, double* x, double* u, double* lambda, LqStats& st) {
     const int nx = dm_.nx, nb = dm_.N + 1;
     rhs_(dm_, d, w_);
-    bool ok = true;
+    Outcome outcome = Outcome::Converged;
     if (pcg_) {
       // Stop on r'P^-1 r < pcg_rel_tol * gamma'P^-1 gamma: relative to the right-hand side, not to
       // the start's residual, so that a warm start close to the answer stops early.
@@ -387,9 +398,12 @@ class SchurBackend final : public LqBackend {
       } else {
         const linalg::PcgOptions<double> po{opt_.pcg_max_iters, 0.0, opt_.pcg_rel_tol * eta_rhs,
                                             linalg::PcgStop::Absolute};
-        const linalg::PcgResult r = pcg_run_(nb, nx, w_.strips, w_.pinv, w_.gamma, w_.lam, w_.pcg_scratch, po);
+        const linalg::PcgResult r =
+            has_deadline() ? pcg_until_(nb, nx, w_.strips, w_.pinv, w_.gamma, w_.lam, w_.pcg_scratch, po, deadline)
+                           : pcg_run_(nb, nx, w_.strips, w_.pinv, w_.gamma, w_.lam, w_.pcg_scratch, po);
         st.pcg_iterations_total += r.iterations;
-        ok = r.converged;
+        if (r.stopped) return Outcome::Stopped;
+        if (!r.converged) outcome = Outcome::NotConverged;
       }
     } else {
       std::memcpy(w_.lam + nx, w_.gamma + nx, static_cast<std::size_t>(nb) * nx * sizeof(double));
@@ -397,7 +411,7 @@ class SchurBackend final : public LqBackend {
     }
     std::memcpy(lambda, w_.lam + nx, static_cast<std::size_t>(nb) * nx * sizeof(double));
     recover_(dm_, d, w_, x, u);
-    return ok;
+    return outcome;
   }
 
   // Iterative refinement against the unregularized KKT system (see the top of the file).
@@ -410,8 +424,10 @@ class SchurBackend final : public LqBackend {
     const double tol = opt_.refine_tol * scale;
     double res = residual_(dm_, d, s, w_);
     while (!(res <= tol) && st.refinement_steps < opt_.max_refinement) {
+      if (past_deadline()) return LqStatus::Interrupted;
       std::fill(w_.lam + nx, w_.lam + nx + nxs, 0.0);
-      apply(d, w_.dx, w_.du, w_.dl, st);  // an unconverged pcg correction is judged by the residual
+      // An unconverged pcg correction is judged by the residual.
+      if (apply(d, w_.dx, w_.du, w_.dl, st) == Outcome::Stopped) return LqStatus::Interrupted;
       for (std::size_t i = 0; i < nxs; ++i) s.x[i] += w_.dx[i];
       for (std::size_t i = 0; i < nus; ++i) s.u[i] += w_.du[i];
       for (std::size_t i = 0; i < nxs; ++i) s.lambda[i] += w_.dl[i];
@@ -444,6 +460,9 @@ class SchurBackend final : public LqBackend {
   double (*pnorm_)(int, int, const double*, const double*, double*, double*) = nullptr;  // v'P v
   linalg::PcgResult (*pcg_run_)(int, int, const double*, const double*, const double*, double*, double*,
                                 const linalg::PcgOptions<double>&) = nullptr;
+  // pcg_run_ that stops once steady_clock passes the deadline (checked before every iteration).
+  linalg::PcgResult (*pcg_until_)(int, int, const double*, const double*, const double*, double*, double*,
+                                  const linalg::PcgOptions<double>&, std::chrono::steady_clock::time_point) = nullptr;
 };
 
 }  // namespace

@@ -36,6 +36,7 @@ const char* to_string(LqStatus status) {
              "a minimizer";
     case LqStatus::MaxIterations: return "iteration limit: pcg or the Schur refinement stopped above its tolerance";
     case LqStatus::NonFinite: return "non-finite: NaN or Inf in the data or the result";
+    case LqStatus::Interrupted: return "interrupted: the deadline passed during pcg or the Schur refinement";
   }
   return "?";
 }
@@ -198,6 +199,8 @@ LqStatus LqSolver::resolve(const LqData& data, LqSolution& solution) {
   if (impl_->last != LqStatus::Solved) return impl_->last;
   return impl_->run(&detail::LqBackend::resolve, data, solution);
 }
+
+void LqSolver::set_deadline(std::chrono::steady_clock::time_point deadline) { impl_->backend->deadline = deadline; }
 
 const LqStats& LqSolver::stats() const { return impl_->stats; }
 const LqOptions& LqSolver::options() const { return impl_->options; }

@@ -82,6 +82,9 @@ struct Solver::Impl {
   problems::StagePoint point(int k, const double* x, const double* u) const;
   // Sets the status and its message (describe(status), then ": " and the formatted detail).
   void set_status(Status status, const char* format, ...);
+  // The inner loops' time check: true (and the status TimeLimit, naming the phase) once the clock
+  // has passed the solve's deadline. Reads no clock when there is no time_limit.
+  bool out_of_time(const char* phase);
   void record_allocation_sizes();
 
   // ---- Problem and options
@@ -139,6 +142,8 @@ struct Solver::Impl {
 
   Stats stats;
   std::size_t bytes = 0;
+  // time_limit after the start of the current solve(); time_point::max() when there is none.
+  Clock::time_point t_start{}, deadline = Clock::time_point::max();
 };
 
 }  // namespace knot::solver

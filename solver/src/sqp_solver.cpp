@@ -175,6 +175,12 @@ void Solver::Impl::set_status(Status status, const char* format, ...) {
   }
 }
 
+bool Solver::Impl::out_of_time(const char* phase) {
+  if (deadline == Clock::time_point::max() || Clock::now() < deadline) return false;
+  set_status(Status::TimeLimit, "%.3g s after %d iterations (in the %s)", seconds_since(t_start), stats.rows - 1, phase);
+  return true;
+}
+
 bool Solver::Impl::converged(const Residuals& r) const {
   return r.stationarity <= opt.tol_stationarity && r.feasibility <= opt.tol_feasibility &&
          r.complementarity <= opt.tol_complementarity;
@@ -183,8 +189,15 @@ bool Solver::Impl::converged(const Residuals& r) const {
 // The SQP loop. Iterate i is linearized once; its residuals decide convergence, and otherwise one
 // step (LQ subproblem, slack and dual recovery, line search) leads to iterate i + 1. At most
 // max_steps steps; a real-time call returns after its last step without linearizing the new iterate.
+// The time limit is checked at each iterate and inside the long inner loops (pcg iterations, the
+// Schur refinement, regularization retries, line-search trials); a step cut short is dropped whole,
+// so the solve ends at the last accepted iterate.
 Status Solver::Impl::solve(int max_steps, bool real_time) {
-  const Clock::time_point t_start = Clock::now();
+  t_start = Clock::now();
+  deadline = opt.time_limit > 0
+                 ? t_start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.time_limit))
+                 : Clock::time_point::max();
+  lq_solver.set_deadline(deadline);
   stats.iterations = 0;
   stats.rows = 0;
   stats.lq_solves = 0;
@@ -209,6 +222,7 @@ Status Solver::Impl::solve(int max_steps, bool real_time) {
       return sol.status;
     }
 
+  bool final_measured = true;  // the last row of stats holds the final iterate's residuals
   for (int iter = 0;; ++iter) {
     IterationStats& it = stats.per_iteration[static_cast<std::size_t>(iter)];
     it = IterationStats{};
@@ -216,6 +230,7 @@ Status Solver::Impl::solve(int max_steps, bool real_time) {
     if (real_time && iter == max_steps) {
       sol.cost = evaluate_cost(sol.x.data(), sol.u.data());
       set_status(Status::MaxIterations, "real-time iteration: %d step(s) per call", max_steps);
+      final_measured = false;
       break;
     }
 
@@ -264,10 +279,26 @@ Status Solver::Impl::solve(int max_steps, bool real_time) {
     it.mu = mu;
     stats.time.barrier += seconds_since(t);
 
+    // A step cut short by the time limit is dropped: the iterate stays the last accepted one, its row
+    // keeps the residuals with the step fields zero, and mu returns to the value it was solved with.
+    const auto drop_step = [&] {
+      mu = mu_before;
+      IterationStats kept;
+      kept.cost = it.cost;
+      kept.merit = it.merit;
+      kept.stationarity = it.stationarity;
+      kept.feasibility = it.feasibility;
+      kept.complementarity = it.complementarity;
+      it = kept;
+    };
+
     t = Clock::now();
-    const bool lq_ok = solve_lq(it);
+    const bool lq_ok = solve_lq(it) && !out_of_time("LQ solve");
     stats.time.lq += seconds_since(t);
-    if (!lq_ok) break;
+    if (!lq_ok) {
+      if (sol.status == Status::TimeLimit) drop_step();
+      break;
+    }
 
     t = Clock::now();
     double alpha_max = 1, alpha_dual = 1;
@@ -277,11 +308,24 @@ Status Solver::Impl::solve(int max_steps, bool real_time) {
     t = Clock::now();
     const bool accepted = line_search(alpha_max, it);
     stats.time.line_search += seconds_since(t);
-    if (!accepted) break;  // line_search() set the status
+    if (!accepted) {  // line_search() set the status
+      if (sol.status == Status::TimeLimit) drop_step();
+      break;
+    }
     accept_step(it.step, alpha_dual);
     it.dual_step = alpha_dual;
     stats.iterations = iter + 1;
     sol.iterations = iter + 1;
+  }
+  // Full steps (globalization none) carry no guarantee of progress toward feasibility: an iterate
+  // stopped by max_iter or the time limit that still violates the constraints is no usable plan.
+  if (opt.globalization == Globalization::None && final_measured && stats.rows > 0 &&
+      (sol.status == Status::MaxIterations || sol.status == Status::TimeLimit)) {
+    const double feasibility = stats.per_iteration[static_cast<std::size_t>(stats.rows - 1)].feasibility;
+    if (!(feasibility <= opt.tol_feasibility))
+      set_status(Status::Infeasible,
+                 "globalization none stopped by %s after %d iterations with infeasibility %.3g > tol_feasibility %.3g",
+                 to_string(sol.status), sol.iterations, feasibility, opt.tol_feasibility);
   }
   stats.time.total = seconds_since(t_start);
   return sol.status;

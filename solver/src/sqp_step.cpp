@@ -85,9 +85,11 @@ void Solver::Impl::add_barrier_terms() {
 
 // solve_lq: the LQ subproblem; when the backend finds the Hessian not positive definite, delta I is
 // added to every Q_k and R_k and the solve repeated with delta growing by reg_growth up to reg_max.
+// The time limit is checked before every retry, and pcg checks it itself (Interrupted).
 bool Solver::Impl::solve_lq(IterationStats& it) {
   double reg = 0;
   for (;;) {
+    if (reg > 0 && out_of_time("regularization retries")) return false;
     if (rate) expand_rate();
     const LqStatus st = rate ? lq_solver.solve(lq_aug, step_aug) : lq_solver.solve(lq, step);
     ++stats.lq_solves;
@@ -96,6 +98,10 @@ bool Solver::Impl::solve_lq(IterationStats& it) {
     if (st == LqStatus::Solved || st == LqStatus::MaxIterations) {  // PCG's inexact step is still usable
       if (rate) contract_rate();
       break;
+    }
+    if (st == LqStatus::Interrupted) {
+      out_of_time("LQ solve");  // sets TimeLimit: the deadline has passed
+      return false;
     }
     if (st == LqStatus::NonFinite) {
       set_status(Status::NumericalError, "non-finite LQ step at iteration %d", stats.rows - 1);
@@ -285,6 +291,7 @@ bool Solver::Impl::merit_search(double alpha_max, double df, IterationStats& it)
   if (std::abs(D) <= 10 * kEps * (1 + std::abs(phi0))) return true;
   double alpha = alpha_max;
   while (alpha >= opt.min_step) {
+    if (out_of_time("line search")) return false;
     const MeritParts trial = trial_point(alpha);
     // Armijo, relaxed by the rounding error of evaluating phi.
     if (trial.finite && merit(trial) - phi0 <= opt.armijo * alpha * D + 10 * kEps * std::abs(phi0)) {
@@ -326,6 +333,7 @@ bool Solver::Impl::filter_search(double alpha_max, double df, IterationStats& it
   const bool small_theta = theta <= filter_theta_min;
   double alpha = alpha_max;
   while (alpha >= alpha_min) {
+    if (out_of_time("line search")) return false;
     const MeritParts trial = trial_point(alpha);
     const double theta_t = trial.infeasibility, phi_t = trial.cost + trial.barrier;
     bool accept = trial.finite && theta_t <= filter_theta_max;

@@ -213,3 +213,51 @@ TEST(Pcg, BadArgumentsAreNotConvergedAndTouchNothing) {
   EXPECT_TRUE(empty.converged);
   EXPECT_EQ(empty.iterations, 0);
 }
+
+// The stop predicate ends the loop before the iteration it is asked about: stopping before
+// iteration 4 leaves bitwise the iterate of max_iters = 3, on every group size (every member gets
+// the same answer from the predicate, so all take the branch together).
+TEST(Pcg, StopPredicateEndsBeforeItsIterationBitwise) {
+  Rng rng(60);
+  const BlockTri s = random_spd_blocktri(rng, 12, 5);
+  const auto gamma = padded(rng.vector(60), 5);
+  const std::vector<double> x0(padded_size(12, 5), 0.0);
+  PcgOptions<double> three = tight();
+  three.max_iters = 3;
+  const Solve ref = run_pcg(1, s, Pre::Stair, gamma, x0, three);
+  ASSERT_FALSE(ref.res.converged);
+  for (int t : kGroupSizes) {
+    std::vector<double> pinv(s.strips.size()), pscratch(precond_scratch_size(s.bs));
+    std::vector<double> scratch = poisoned(pcg_scratch_size(s.nb, s.bs)), x = x0;
+    std::vector<PcgResult> per_rank(static_cast<std::size_t>(t));
+    std::vector<int> asked(static_cast<std::size_t>(t), 0);
+    run_threaded(t, [&](ThreadedGroup& g) {
+      EXPECT_EQ(precond_stair(g, s.nb, s.bs, s.strips.data(), pinv.data(), pscratch.data()), 0);
+      int& last = asked[static_cast<std::size_t>(g.rank())];
+      per_rank[static_cast<std::size_t>(g.rank())] =
+          pcg(g, s.nb, s.bs, s.strips.data(), pinv.data(), gamma.data(), x.data(), scratch.data(), tight(),
+              [&last](int it) {
+                last = it;
+                return it == 4;
+              });
+    });
+    for (int r = 0; r < t; ++r) {
+      EXPECT_TRUE(per_rank[static_cast<std::size_t>(r)].stopped);
+      EXPECT_FALSE(per_rank[static_cast<std::size_t>(r)].converged);
+      EXPECT_EQ(per_rank[static_cast<std::size_t>(r)].iterations, 3);
+      EXPECT_EQ(asked[static_cast<std::size_t>(r)], 4);  // asked once per iteration, and not after stopping
+    }
+    EXPECT_TRUE(bitwise_equal(x, ref.x)) << "t=" << t;
+  }
+  // Negative control: a predicate that never fires leaves the iteration to converge, not stopped.
+  std::vector<double> x = x0;
+  std::vector<double> pinv(s.strips.size()), pscratch(precond_scratch_size(s.bs)), scratch(pcg_scratch_size(12, 5));
+  SerialGroup g;
+  ASSERT_EQ(precond_stair(g, s.nb, s.bs, s.strips.data(), pinv.data(), pscratch.data()), 0);
+  const PcgResult full = pcg(g, s.nb, s.bs, s.strips.data(), pinv.data(), gamma.data(), x.data(), scratch.data(),
+                             tight(), [](int) { return false; });
+  EXPECT_TRUE(full.converged);
+  EXPECT_FALSE(full.stopped);
+  EXPECT_GT(full.iterations, 3);
+  EXPECT_FALSE(bitwise_equal(x, ref.x));
+}

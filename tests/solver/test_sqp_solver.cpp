@@ -385,6 +385,42 @@ TEST(SqpSolver, UnreachableTargetIsInfeasible) {
   EXPECT_EQ(t.solve(), Status::Solved) << t.solution().message();
 }
 
+// Full steps (globalization none) never stall, so an infeasible problem runs to max_iter; the final
+// iterate's infeasibility, not the iteration limit, decides the status (MaxIterations is a usable plan).
+TEST(SqpSolver, GlobalizationNoneEndingInfeasibleIsInfeasible) {
+  const std::string box = "constraints=[{name: arrive, type: state_equality, target: [1, 0]}, {name: box, type: "
+                          "control_box, lower: [-0.01], upper: [0.01]}]";
+  const problems::Problem p =
+      load_config("double_integrator_rest_to_rest", {box, "solver.globalization=none", "solver.max_iter=30"});
+  Solver s(p, sqp_options(p));
+  EXPECT_EQ(s.solve(), Status::Infeasible) << s.solution().message();
+  EXPECT_EQ(s.solution().iterations, 30);
+  EXPECT_GT(s.stats().history().back().feasibility, p.solver.tol_feasibility);
+  EXPECT_GT(max_violation(p, s.solution().x, s.solution().u), 1e-3);  // the plan does break the constraints
+  EXPECT_NE(s.solution().message().find("globalization none"), std::string_view::npos) << s.solution().message();
+  // Negative control: with a box wide enough the same move converges under full steps, Solved.
+  const problems::Problem q = load_config(
+      "double_integrator_rest_to_rest",
+      {"constraints=[{name: arrive, type: state_equality, target: [1, 0]}, {name: box, type: control_box, "
+       "lower: [-1], upper: [1]}]",
+       "solver.globalization=none"});
+  Solver t(q, sqp_options(q));
+  EXPECT_EQ(t.solve(), Status::Solved) << t.solution().message();
+}
+
+// The rule looks at the final iterate only: a feasible iterate stopped by max_iter stays MaxIterations.
+// Here the dynamics are linear and start satisfied and the box is linear, so every step keeps them
+// met, while the interior point needs more than two iterations to drive s z to tolerance.
+TEST(SqpSolver, GlobalizationNoneEndingFeasibleKeepsMaxIterations) {
+  const problems::Problem p = load_config(
+      "double_integrator_rest_to_rest",
+      {"constraints=[{name: box, type: control_box, lower: [-1], upper: [1]}]", "solver.globalization=none",
+       "solver.max_iter=2"});
+  Solver s(p, sqp_options(p));
+  EXPECT_EQ(s.solve(), Status::MaxIterations) << s.solution().message();
+  EXPECT_LE(s.stats().history().back().feasibility, p.solver.tol_feasibility);
+}
+
 // ---- Costs on consecutive controls (the LQ on the state augmented by the previous control)
 
 // On the linear LQR problem the objective is quadratic in the controls (x = rollout(u)), so its

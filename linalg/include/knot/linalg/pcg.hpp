@@ -18,6 +18,11 @@
 //
 // nb == 0 or bs == 0 is an empty system (converged, 0 iterations); a negative dimension or a null
 // S, gamma, x or scratch returns not converged without touching anything.
+// Early stop: stop(it) is called before iteration it (1, 2, ...); when it returns true the loop
+// ends with x the iterate of it - 1 iterations, converged false and stopped true. The caller decides
+// what it checks (a host clock, a device flag); it must return the same value on every member,
+// since all members take the branch. The default PcgNoStop compiles away, so a call without a
+// predicate runs the very same arithmetic.
 // Scratch: pcg_scratch_size(nb, bs) elements (r, z, p, Sp and the reduction buffer).
 // Reductions use the fixed tree of reduce.hpp: results are bitwise identical for every group size.
 // Ends on a barrier; every member returns the same result.
@@ -44,15 +49,21 @@ struct PcgOptions {
 struct PcgResult {
   int iterations = 0;
   bool converged = false;
+  bool stopped = false;  // the stop predicate ended the loop
+};
+
+// The default stop predicate: never stops.
+struct PcgNoStop {
+  KNOT_HD constexpr bool operator()(int /*iteration*/) const { return false; }
 };
 
 KNOT_HD constexpr long pcg_scratch_size(int nb, int bs) {
   return nb > 0 && bs > 0 ? 4 * padded_size(nb, bs) + reduce_scratch_size(nb * bs) : 1;
 }
 
-template <int BS = kDynamic, class G, class T>
+template <int BS = kDynamic, class G, class T, class Stop = PcgNoStop>
 KNOT_HD PcgResult pcg(G& g, int nb, int bs_rt, const T* S, const std::type_identity_t<T>* Pinv, const T* gamma, T* x,
-                      T* scratch, const PcgOptions<T>& opt) {
+                      T* scratch, const PcgOptions<T>& opt, Stop stop = {}) {
   using std::abs;
   using std::isfinite;
   const int bs = extent<BS>(bs_rt);
@@ -97,6 +108,10 @@ KNOT_HD PcgResult pcg(G& g, int nb, int bs_rt, const T* S, const std::type_ident
     return res;
   }
   for (int it = 1; it <= opt.max_iters; ++it) {
+    if (stop(it)) {
+      res.stopped = true;
+      return res;
+    }
     bdmv<BS>(g, nb, bs, sp, S, p);
     const T psp = dot(g, n, p + bs, sp + bs, red);
     res.iterations = it;

@@ -29,6 +29,7 @@
 // numerical trouble (a status), only on data of the wrong size.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -49,6 +50,8 @@ enum class LqStatus {
                         // stats().inertia_zero == 0, else undefined)
   MaxIterations,        // Pcg hit pcg_max_iters, or the Schur refinement stalled above its tolerance
   NonFinite,            // NaN or Inf in the data or the result
+  Interrupted,          // the deadline (LqSolver::set_deadline) passed during pcg or the Schur
+                        // refinement; x, u, lambda are not a solution
 };
 
 const char* to_string(Linsys linsys);
@@ -191,6 +194,13 @@ class LqSolver {
   // (lambda keeps what it held; its finiteness is not checked); the other backends compute lambda
   // anyway. resolve() afterwards works as after solve().
   LqStatus solve_primal(const LqData& data, LqSolution& solution);
+
+  // A wall-clock deadline for the iterative parts: pcg checks steady_clock before every iteration and
+  // the Schur refinement before every step, and solve() returns Interrupted once it has passed. A
+  // direct factorization and solve (Riccati, bdsv, kkt_ldlt with its kkt_refinement steps) runs to
+  // its end. No deadline (time_point::max(), the default) runs the very same arithmetic as before
+  // this hook existed and reads no clock.
+  void set_deadline(std::chrono::steady_clock::time_point deadline);
 
   const LqStats& stats() const;
   const LqOptions& options() const;

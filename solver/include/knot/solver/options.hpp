@@ -29,7 +29,9 @@ const char* to_string(Hessian hessian);
 struct SolverOptions {
   // ---- Termination
   int max_iter = 100;                 // SQP iterations per solve()
-  double time_limit = 0;              // wall-clock seconds per solve(), checked once per iteration; 0 = none
+  double time_limit = 0;              // wall-clock seconds per solve(); 0 = none. Checked at each iterate and
+                                      // in the inner loops (pcg iterations, Schur refinement, regularization
+                                      // retries, line-search trials); docs/solver.md gives the granularity
   double tol_stationarity = 1e-8;     // inf-norm of the Lagrangian gradient
   double tol_feasibility = 1e-8;      // inf-norm of dynamics defects, x_0 - x0, equality rows, inequality
                                       // violation max(g, 0) and slack residual g + s

@@ -7,9 +7,11 @@ enum class Status {
   NotRun,            // solve() has not been called yet
   Solved,            // stationarity, feasibility and complementarity are within their tolerances
   MaxIterations,     // max_iter SQP iterations taken (a real-time iteration ends here after its one step)
-  TimeLimit,         // the wall-clock time_limit ran out before convergence
-  Infeasible,        // the constraints could not be met: the merit penalty outgrew penalty_max, or the
-                     // line search stalled while the primal infeasibility stayed above tolerance
+  TimeLimit,         // the wall-clock time_limit ran out before convergence; the iterate is the last
+                     // accepted one (a step cut short is dropped)
+  Infeasible,        // the constraints could not be met: the merit penalty outgrew penalty_max, the line
+                     // search stalled while the primal infeasibility stayed above tolerance, or
+                     // globalization none stopped (max_iter, time_limit) at an iterate above tol_feasibility
   NumericalError,    // NaN or Inf in a function, a Jacobian or a step, an integrator that failed, or the
                      // Hessian regularization exhausted (reg_max)
   LineSearchFailed,  // no step length down to min_step decreased the merit function
