@@ -1,6 +1,7 @@
 #include "knot/problems/robot/urdf.hpp"
 
 #include <console_bridge/console.h>
+#include <urdf_parser/urdf_parser.h>
 
 #include <Eigen/Eigenvalues>
 #include <algorithm>
@@ -11,9 +12,9 @@
 #include <memory>
 #include <mutex>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
-#include <urdf_parser/urdf_parser.h>
 
 #include "knot/problems/error.hpp"
 #include "knot/problems/robot/dynamics.hpp"
@@ -182,8 +183,9 @@ class Builder {
 
     visit(model, *root, -1, Transform{});
     RobotData& d = out_.data;
-    if (d.n == 0) fail("urdf", "at least one revolute, continuous or prismatic joint", "none (root '" + root->name + "')");
-    if (!set_tree(d, parents_.data())) fail("urdf", "a tree numbered parents first", "another numbering (a bug in the reader)");
+    if (d.n == 0)
+      fail("urdf", "at least one revolute, continuous or prismatic joint", "none (root '" + root->name + "')");
+    if (!set_tree(d, parents_.data())) throw std::logic_error("load_urdf: bodies not numbered parents first");
     for (int i = 0; i < d.n; ++i) finish_body(i);
     select_ee(model, ee_name);
     check_mass_matrix();
@@ -254,7 +256,8 @@ class Builder {
     for (const auto& joint : joints) {
       const urdf::LinkConstSharedPtr child = model.getLink(joint->child_link_name);
       if (!child) fail("urdf", "joints between links of the file", "joint '" + joint->name + "' to a missing link");
-      const Transform origin = compose(in_body, checked_transform(joint->parent_to_joint_origin_transform, "joint '" + joint->name + "'"));
+      const Transform origin =
+          compose(in_body, checked_transform(joint->parent_to_joint_origin_transform, "joint '" + joint->name + "'"));
       if (joint->type == urdf::Joint::FIXED)
         visit(model, *child, body, origin);
       else
@@ -285,8 +288,8 @@ class Builder {
     const double ax[3] = {joint.axis.x, joint.axis.y, joint.axis.z};
     const double norm = std::sqrt(ax[0] * ax[0] + ax[1] * ax[1] + ax[2] * ax[2]);
     if (!(norm > 1e-12) || !std::isfinite(norm))
-      fail("urdf", "a nonzero finite joint axis", "axis (" + num(ax[0]) + ", " + num(ax[1]) + ", " + num(ax[2]) +
-                                                      ") of joint '" + joint.name + "'");
+      fail("urdf", "a nonzero finite joint axis",
+           "axis (" + num(ax[0]) + ", " + num(ax[1]) + ", " + num(ax[2]) + ") of joint '" + joint.name + "'");
     for (int k = 0; k < 3; ++k) d.axis[i][k] = ax[k] / norm;
 
     d.q_lower[i] = -kInf;
@@ -296,8 +299,8 @@ class Builder {
     if (const auto& lim = joint.limits) {
       if (joint.type != urdf::Joint::CONTINUOUS) {
         if (!(lim->lower <= lim->upper))
-          fail("urdf", "lower <= upper", "limits [" + num(lim->lower) + ", " + num(lim->upper) + "] of joint '" +
-                                             joint.name + "'");
+          fail("urdf", "lower <= upper",
+               "limits [" + num(lim->lower) + ", " + num(lim->upper) + "] of joint '" + joint.name + "'");
         if (lim->lower == lim->upper)
           fail("urdf", "a joint that can move (lower < upper; a joint that cannot is type=\"fixed\")",
                "limits [" + num(lim->lower) + ", " + num(lim->upper) + "] of joint '" + joint.name + "' (zero range)");
@@ -305,8 +308,8 @@ class Builder {
         d.q_upper[i] = lim->upper;
       }
       if (!(lim->velocity >= 0) || !(lim->effort >= 0))
-        fail("urdf", "velocity and effort limits >= 0", "velocity " + num(lim->velocity) + ", effort " +
-                                                            num(lim->effort) + " of joint '" + joint.name + "'");
+        fail("urdf", "velocity and effort limits >= 0",
+             "velocity " + num(lim->velocity) + ", effort " + num(lim->effort) + " of joint '" + joint.name + "'");
       if (lim->velocity > 0) d.velocity_limit[i] = lim->velocity;
       if (lim->effort > 0) d.effort_limit[i] = lim->effort;
     }
@@ -322,16 +325,15 @@ class Builder {
     const double I[6] = {in.ixx, in.iyy, in.izz, in.ixy, in.ixz, in.iyz};
     for (double v : I)
       if (!std::isfinite(v))
-        fail("urdf", "a finite inertia", "inertia (ixx " + num(in.ixx) + ", iyy " + num(in.iyy) + ", izz " +
-                                             num(in.izz) + ", ixy " + num(in.ixy) + ", ixz " + num(in.ixz) + ", iyz " +
-                                             num(in.iyz) + ") of link '" + link.name + "'");
+        fail("urdf", "a finite inertia",
+             "inertia (ixx " + num(in.ixx) + ", iyy " + num(in.iyy) + ", izz " + num(in.izz) + ", ixy " + num(in.ixy) +
+                 ", ixz " + num(in.ixz) + ", iyz " + num(in.iyz) + ") of link '" + link.name + "'");
     Eigen::Matrix3d M;
     M << in.ixx, in.ixy, in.ixz, in.ixy, in.iyy, in.iyz, in.ixz, in.iyz, in.izz;
     const Eigen::Vector3d d = Eigen::SelfAdjointEigenSolver<Eigen::Matrix3d>(M, Eigen::EigenvaluesOnly).eigenvalues();
     const double tol = kInertiaTolerance * d.cwiseAbs().maxCoeff();
     if (d(0) < -tol || d(0) + d(1) < d(2) - tol)
-      fail("urdf",
-           "a physical rotational inertia (principal moments >= 0, each at most the sum of the other two)",
+      fail("urdf", "a physical rotational inertia (principal moments >= 0, each at most the sum of the other two)",
            "principal moments (" + num(d(0)) + ", " + num(d(1)) + ", " + num(d(2)) + ") of link '" + link.name + "'" +
                (d(0) < -tol ? " (a negative moment)" : " (the triangle inequality fails)"));
   }

@@ -383,8 +383,9 @@ TEST(Manipulator, EndEffectorTermsWithoutFrameReadEeFrame) {
   EXPECT_NE(d.find("touch: end_effector, stages all, scale_by_dt false, weights 3x3 (not shown), frame contact,"),
             std::string::npos)
       << d;
-  EXPECT_NE(d.find("floor: end_effector_height, inequality, 1 row, stages all, frame iiwa_link_7 (the model's end effector)"),
-            std::string::npos)
+  EXPECT_NE(
+      d.find("floor: end_effector_height, inequality, 1 row, stages all, frame iiwa_link_7 (the model's end effector)"),
+      std::string::npos)
       << d;
   // Without ee_frame the single leaf is the default: the contact point.
   const knot::problems::Problem leaf = knot::problems::load_problem_from_string(reach_problem(urdf, ""));

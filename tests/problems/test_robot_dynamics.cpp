@@ -579,7 +579,8 @@ Vec from_ref(const TreeCase& s, const Vec& y) {
 Mat from_ref(const TreeCase& s, const Mat& A) {
   Mat B(A.rows(), A.cols());
   for (int j = 0; j < A.cols(); ++j)
-    for (int i = 0; i < A.rows(); ++i) B(i, j) = A(s.ref[static_cast<std::size_t>(i)], s.ref[static_cast<std::size_t>(j)]);
+    for (int i = 0; i < A.rows(); ++i)
+      B(i, j) = A(s.ref[static_cast<std::size_t>(i)], s.ref[static_cast<std::size_t>(j)]);
   return B;
 }
 
@@ -593,8 +594,8 @@ TEST(RobotTree, EveryMovingJointIsModeledDepthFirst) {
   const TreeCase s = tree_setup(1);
   const robot::RobotData& d = s.model.data;
   ASSERT_EQ(d.n, 10);
-  const std::vector<std::string> order = {"b_side0", "b_side1", "t_torso", "l0", "l1",
-                                          "a_finger", "l2", "r0", "r1", "r2"};
+  const std::vector<std::string> order = {"b_side0",  "b_side1", "t_torso", "l0", "l1",
+                                          "a_finger", "l2",      "r0",      "r1", "r2"};
   EXPECT_EQ(s.model.joint_names, order);
   const int parent[10] = {-1, 0, -1, 2, 3, 4, 4, 2, 7, 8};
   for (int i = 0; i < 10; ++i) EXPECT_EQ(d.parent[i], parent[i]) << order[static_cast<std::size_t>(i)];
@@ -603,7 +604,9 @@ TEST(RobotTree, EveryMovingJointIsModeledDepthFirst) {
   // Every link is a frame; the sensor rides on r0's body.
   EXPECT_EQ(s.model.frames.size(), s.tree.links.size());
   for (const robot::Frame& f : s.model.frames)
-    if (f.name == "sensor") EXPECT_EQ(f.body, 7);
+    if (f.name == "sensor") {
+      EXPECT_EQ(f.body, 7);
+    }
   EXPECT_EQ(s.model.frames[static_cast<std::size_t>(s.model.ee_frame)].name, "left2");
 }
 
@@ -621,8 +624,8 @@ TEST(RobotTree, RneaAndMassMatrixMatchKaneReference) {
     EXPECT_LE(rel_err(M, M.transpose()), 0.0);
     EXPECT_LE(rel_err(rnea_vec(d, q, qd, &qdd), from_ref(s, ref.tau)), 1e-10);
     const Vec zero = Vec::Zero(d.n);
-    EXPECT_LE(rel_err(rnea_vec(d, q, qd, nullptr), from_ref(s, reference(s.tree, to_ref(s, q), to_ref(s, qd),
-                                                                           Vec::Zero(d.n), g).tau)),
+    EXPECT_LE(rel_err(rnea_vec(d, q, qd, nullptr),
+                      from_ref(s, reference(s.tree, to_ref(s, q), to_ref(s, qd), Vec::Zero(d.n), g).tau)),
               1e-10);
     // Joints on separate branches do not couple: exactly zero, and the reference agrees.
     const robot::RobotModel& m = s.model;
@@ -724,8 +727,7 @@ TEST(RobotTree, DerivativesMatchFiniteDifferences) {
     ASSERT_EQ(robot::forward_dynamics_derivatives(d, q.data(), qd.data(), tau.data(), out.data(), A.data(),
                                                   A.data() + d.n * d.n, A.data() + 2 * d.n * d.n, d.n, *w),
               0);
-    expect_matches_fd(A.leftCols(d.n), central_diff([&](const Vec& x) { return fd_vec(d, x, qd, tau); }, q),
-                      "dqdd/dq");
+    expect_matches_fd(A.leftCols(d.n), central_diff([&](const Vec& x) { return fd_vec(d, x, qd, tau); }, q), "dqdd/dq");
     expect_matches_fd(A.middleCols(d.n, d.n), central_diff([&](const Vec& x) { return fd_vec(d, q, x, tau); }, qd),
                       "dqdd/dqd");
     expect_matches_fd(A.rightCols(d.n), central_diff([&](const Vec& x) { return fd_vec(d, q, qd, x); }, tau),
@@ -749,7 +751,8 @@ TEST(RobotTree, DerivativesMatchFiniteDifferences) {
     expect_matches_fd(J, central_diff(position, q), "finger Jacobian");
     for (const char* name : {"b_side0", "b_side1", "l2", "r0", "r1", "r2"})
       EXPECT_EQ(J.col(joint(s.model, name)), Vec3::Zero()) << name;
-    for (const char* name : {"t_torso", "l0", "l1", "a_finger"}) EXPECT_GT(J.col(joint(s.model, name)).norm(), 1e-6) << name;
+    for (const char* name : {"t_torso", "l0", "l1", "a_finger"})
+      EXPECT_GT(J.col(joint(s.model, name)).norm(), 1e-6) << name;
   }
 }
 
@@ -757,7 +760,8 @@ TEST(RobotTree, DerivativesMatchFiniteDifferences) {
 Chain without_branch(const Chain& c, const std::string& prefix) {
   std::vector<bool> keep(c.links.size(), true);
   for (const RJoint& j : c.joints)  // parents before children
-    if (j.name.rfind(prefix, 0) == 0 || !keep[static_cast<std::size_t>(j.parent)]) keep[static_cast<std::size_t>(j.child)] = false;
+    if (j.name.rfind(prefix, 0) == 0 || !keep[static_cast<std::size_t>(j.parent)])
+      keep[static_cast<std::size_t>(j.child)] = false;
   Chain out;
   std::vector<int> index(c.links.size(), -1);
   for (std::size_t l = 0; l < c.links.size(); ++l)
@@ -786,8 +790,10 @@ TEST(RobotTree, BranchesOnTheFixedBaseDecouple) {
     b = attach(c, rng, "revolute", b, "b_link" + std::to_string(k), "b" + std::to_string(k));
   }
   const TreeCase both = load_tree(c, "branches.urdf", "a_link2");
-  const robot::RobotModel only_a = robot::load_urdf(write_scratch_file("branch_a.urdf", urdf_text(without_branch(c, "b"))));
-  const robot::RobotModel only_b = robot::load_urdf(write_scratch_file("branch_b.urdf", urdf_text(without_branch(c, "a"))));
+  const robot::RobotModel only_a =
+      robot::load_urdf(write_scratch_file("branch_a.urdf", urdf_text(without_branch(c, "b"))));
+  const robot::RobotModel only_b =
+      robot::load_urdf(write_scratch_file("branch_b.urdf", urdf_text(without_branch(c, "a"))));
   ASSERT_EQ(both.model.data.n, 6);
   ASSERT_EQ(only_a.data.n, 3);
   ASSERT_EQ(only_b.data.n, 3);
@@ -795,7 +801,8 @@ TEST(RobotTree, BranchesOnTheFixedBaseDecouple) {
   Rng r2(32);
   for (int trial = 0; trial < 3; ++trial) {
     const Vec q = random_vec(r2, 6, 1.5), qd = random_vec(r2, 6, 2.0), qdd = random_vec(r2, 6, 3.0);
-    const Vec qa = q.head(3), qb = q.tail(3), qda = qd.head(3), qdb = qd.tail(3), qdda = qdd.head(3), qddb = qdd.tail(3);
+    const Vec qa = q.head(3), qb = q.tail(3), qda = qd.head(3), qdb = qd.tail(3), qdda = qdd.head(3),
+              qddb = qdd.tail(3);
     const Mat M = mass(both.model.data, q);
     EXPECT_EQ(M.topRightCorner(3, 3), Mat::Zero(3, 3));
     EXPECT_EQ(M.bottomLeftCorner(3, 3), Mat::Zero(3, 3));
@@ -1021,7 +1028,8 @@ std::string changed(const std::string& from, const std::string& to) {
 }
 
 TEST(RobotUrdf, BadNumbersAndImpossibleBodiesAreRefused) {
-  const std::string mass = "<mass value=\"1\"/>", ixx = "ixx=\"0.1\"", inertia = "<inertia ixx=\"0.1\" ixy=\"0\" ixz=\"0\" iyy=\"0.1\" iyz=\"0\" izz=\"0.1\"/>";
+  const std::string mass = "<mass value=\"1\"/>", ixx = "ixx=\"0.1\"",
+                    inertia = "<inertia ixx=\"0.1\" ixy=\"0\" ixz=\"0\" iyy=\"0.1\" iyz=\"0\" izz=\"0.1\"/>";
   const std::vector<BadUrdf> cases = {
       {"mass_nan", mass, "<mass value=\"nan\"/>", {"link 'b'", "mass [nan] is not a float"}},
       {"mass_inf", mass, "<mass value=\"inf\"/>", {"link 'b'", "mass [inf] is not a float"}},
@@ -1029,15 +1037,23 @@ TEST(RobotUrdf, BadNumbersAndImpossibleBodiesAreRefused) {
       {"mass_heavy", mass, "<mass value=\"heavy\"/>", {"link 'b'", "mass [heavy] is not a float"}},
       {"ixx_abc", ixx, "ixx=\"abc\"", {"link 'b'", "ixx is not a valid double"}},
       {"origin_two", "<inertial>", "<inertial><origin xyz=\"0 0\"/>", {"link 'b'", "2 elements but 3 expected"}},
-      {"visual_two", "</inertial>", "</inertial><visual><geometry><box size=\"1 1\"/></geometry></visual>",
+      {"visual_two",
+       "</inertial>",
+       "</inertial><visual><geometry><box size=\"1 1\"/></geometry></visual>",
        {"link 'b'", "Could not parse visual element"}},
       {"mass_negative", mass, "<mass value=\"-1\"/>", {"a finite mass >= 0", "mass -1 of link 'b'"}},
       {"moment_negative", ixx, "ixx=\"-0.1\"", {"principal moments (-0.1, 0.1, 0.1) of link 'b' (a negative moment)"}},
-      {"moment_rotated", inertia, "<inertia ixx=\"0.1\" ixy=\"0.2\" ixz=\"0\" iyy=\"0.1\" iyz=\"0\" izz=\"0.1\"/>",
+      {"moment_rotated",
+       inertia,
+       "<inertia ixx=\"0.1\" ixy=\"0.2\" ixz=\"0\" iyy=\"0.1\" iyz=\"0\" izz=\"0.1\"/>",
        {"principal moments (-0.1, 0.1, 0.3) of link 'b' (a negative moment)"}},
-      {"triangle", inertia, "<inertia ixx=\"0.1\" ixy=\"0\" ixz=\"0\" iyy=\"0.1\" iyz=\"0\" izz=\"0.3\"/>",
+      {"triangle",
+       inertia,
+       "<inertia ixx=\"0.1\" ixy=\"0\" ixz=\"0\" iyy=\"0.1\" iyz=\"0\" izz=\"0.3\"/>",
        {"principal moments (0.1, 0.1, 0.3) of link 'b' (the triangle inequality fails)"}},
-      {"zero_range", "lower=\"-1\" upper=\"1\"", "lower=\"0.5\" upper=\"0.5\"",
+      {"zero_range",
+       "lower=\"-1\" upper=\"1\"",
+       "lower=\"0.5\" upper=\"0.5\"",
        {"type=\"fixed\"", "limits [0.5, 0.5] of joint 'j' (zero range)"}},
   };
   for (const BadUrdf& c : cases) {
@@ -1084,17 +1100,25 @@ std::string three_links(const std::string& extra) {
 TEST(RobotUrdf, LoopsAndCyclesAreRefusedWithTheJointsNamed) {
   // urdfdom accepts each of these and keeps one parent joint per link.
   const std::vector<BadUrdf> cases = {
-      {"two_parents", "", R"(<joint name="jc1" type="continuous"><parent link="a"/><child link="c"/></joint>
+      {"two_parents",
+       "",
+       R"(<joint name="jc1" type="continuous"><parent link="a"/><child link="c"/></joint>
         <joint name="jc2" type="continuous"><parent link="b"/><child link="c"/></joint>)",
        {"link 'c' with two parent joints 'jc1' and 'jc2' (a closed kinematic loop)"}},
-      {"back_to_a", "", R"(<joint name="jc" type="continuous"><parent link="b"/><child link="c"/></joint>
+      {"back_to_a",
+       "",
+       R"(<joint name="jc" type="continuous"><parent link="b"/><child link="c"/></joint>
         <joint name="jd" type="continuous"><parent link="c"/><child link="a"/></joint>)",
        {"link 'a' with two parent joints 'ja' and 'jd' (a closed kinematic loop)"}},
       // A cycle cut off from the root: c -> d -> c beside the chain.
-      {"cycle", "", R"(<link name="d"/><joint name="jc" type="continuous"><parent link="d"/><child link="c"/></joint>
+      {"cycle",
+       "",
+       R"(<link name="d"/><joint name="jc" type="continuous"><parent link="d"/><child link="c"/></joint>
         <joint name="jd" type="continuous"><parent link="c"/><child link="d"/></joint>)",
        {"joints 'jc' -> 'jd' -> 'jc' form a cycle (link '"}},
-      {"self", "", R"(<joint name="jc" type="continuous"><parent link="b"/><child link="c"/></joint>
+      {"self",
+       "",
+       R"(<joint name="jc" type="continuous"><parent link="b"/><child link="c"/></joint>
         <joint name="js" type="continuous"><parent link="c"/><child link="c"/></joint>)",
        {"joint 'js' with link 'c' as both parent and child (a cycle)"}},
   };
@@ -1109,7 +1133,9 @@ TEST(RobotUrdf, LoopsAndCyclesAreRefusedWithTheJointsNamed) {
   }
   // The valid twin: c on a as a branch beside b; all three joints are modeled.
   const robot::RobotModel m = robot::load_urdf(
-      write_scratch_file("branch.urdf", three_links(R"(<joint name="jc" type="continuous"><parent link="a"/><child link="c"/></joint>)")),
+      write_scratch_file(
+          "branch.urdf",
+          three_links(R"(<joint name="jc" type="continuous"><parent link="a"/><child link="c"/></joint>)")),
       "b");
   EXPECT_EQ(m.joint_names, (std::vector<std::string>{"ja", "jb", "jc"}));
   EXPECT_EQ(m.data.parent[2], 0);
@@ -1149,7 +1175,7 @@ TEST(RobotUrdf, EeFrameIsTheNamedLinkNotItsFixedChildren) {
   auto w = std::make_unique<robot::Workspace<double>>();
   for (std::size_t k : {0u, 100u, 400u}) {
     robot::forward_kinematics(m.data, traj[k].data(), *w);
-    Vec3 p, contact;
+    Vec3 p, contact = Vec3::Constant(knot::test::kNaN);
     robot::point_position(*w, ee.body, ee.p, p.data());
     for (int i = 0; i < 3; ++i) EXPECT_NEAR(p(i), eepos[k][static_cast<std::size_t>(i)], 1e-5) << "row " << k;
     // ... and the contact frame, which the reader used to return, is 10 cm and 4 cm further on.

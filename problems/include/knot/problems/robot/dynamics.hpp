@@ -265,8 +265,7 @@ KNOT_HD void rnea_sweeps(const RobotData& r, const T* qd, const T* qdd, T* tau, 
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < n; ++j) {
       const bool j_above = above(r, j, i), j_below = !j_above && above(r, i, j);
-      if (M != nullptr)
-        M[i + j * ldm] = j_above ? dot6(w.alpha[i], w.S[j]) : j_below ? dot6(w.alpha[j], w.S[i]) : T(0);
+      if (M != nullptr) M[i + j * ldm] = j_above ? dot6(w.alpha[i], w.S[j]) : j_below ? dot6(w.alpha[j], w.S[i]) : T(0);
       if constexpr (kDerivatives) {
         if (j_above) {
           dq[i + j * ldd] = dot6(w.alpha[i], w.e[j]) + dot6(w.beta[i], w.u[j]);
