@@ -445,6 +445,14 @@ class Builder {
 RobotModel load_urdf(const std::string& path, const std::string& ee_frame, const std::string& context) {
   Builder builder(path, context);
   const urdf::ModelInterfaceSharedPtr model = builder.parse();
+  // urdfdom's links own their children, so a cycle of joints in the file would keep its links alive
+  // after the model is dropped; cut the links apart on the way out, whether the build throws or not.
+  struct CutLinks {
+    urdf::ModelInterface& m;
+    ~CutLinks() {
+      for (auto& [name, link] : m.links_) link->clear();
+    }
+  } cut{*model};
   return builder.build(*model, ee_frame);
 }
 
