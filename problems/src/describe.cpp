@@ -86,6 +86,13 @@ std::string bounds(const BoxBounds& b) {
   return out;
 }
 
+// The frame an end-effector term reads, and whether it is the model's default (ee_frame).
+std::string frame(const Problem& p, int index) {
+  const Kinematics* kin = p.model->kinematics();
+  if (index < 0 || kin == nullptr) return {};
+  return ", frame " + kin->frame_name(index) + (index == kin->default_frame() ? " (the model's end effector)" : "");
+}
+
 }  // namespace
 
 std::string describe(const Problem& p) {
@@ -111,6 +118,7 @@ std::string describe(const Problem& p) {
     const CostTerm& c = *p.costs[i];
     o << "  [" << i << "] " << c.info().name << ": " << c.type() << ", stages " << to_string(c.info().stages)
       << ", scale_by_dt " << (c.info().scale_by_dt ? "true" : "false") << ", " << weights(p, c);
+    o << frame(p, c.frame());
     if (c.type() != "control_rate") o << ", " << reference(c.reference());
     o << "\n";
   }
@@ -119,7 +127,7 @@ std::string describe(const Problem& p) {
     const ConstraintTerm& c = *p.constraints[i];
     o << "  [" << i << "] " << c.info().name << ": " << c.type() << ", "
       << (c.kind() == ConstraintKind::Equality ? "equality" : "inequality") << ", " << c.dim()
-      << (c.dim() == 1 ? " row" : " rows") << ", stages " << to_string(c.info().stages);
+      << (c.dim() == 1 ? " row" : " rows") << ", stages " << to_string(c.info().stages) << frame(p, c.frame());
     if (const BoxBounds* b = c.box()) o << ", " << bounds(*b);
     o << "\n";
   }

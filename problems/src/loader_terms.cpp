@@ -77,11 +77,12 @@ StageSet read_stage(const MapReader& r, StageSet fallback, bool uses_control) {
   yaml::fail(*n, path, "all, running or terminal", yaml::quote(s), hint.empty() ? "" : "did you mean '" + hint + "'?");
 }
 
-// `frame`: a frame of the model's kinematics by name; the last frame when absent.
+// `frame`: a frame of the model's kinematics by name; the model's default (a manipulator's
+// ee_frame) when absent.
 int read_frame(const MapReader& r, const Kinematics& kin) {
   const Node* n = r.find("frame");
   if (kin.frame_count() < 1) yaml::fail(n ? *n : *r.find("type"), r.key_path("frame"), "a model with frames", "none");
-  if (!n) return kin.frame_count() - 1;
+  if (!n) return kin.default_frame();
   const std::string name = yaml::to_string(*n, r.key_path("frame"));
   if (auto index = kin.frame_index(name)) return *index;
   std::vector<std::string> names;

@@ -165,7 +165,8 @@ const Entry kEntries[] = {
     {"chain_of_masses", "acados chain-mass benchmark: masses M, last mass velocity-controlled, u (3)",
      make_chain_of_masses},
     {"linear", "f = A x + B u + c, continuous or discrete; params nx, nu, A, B, c, discrete", make_linear},
-    {"manipulator", "serial arm from a URDF: x = [q; qd], u = joint efforts; params urdf, gravity, ee_frame",
+    {"manipulator",
+     "fixed-base arm or tree of arms from a URDF: x = [q; qd], u = joint efforts; params urdf, gravity, ee_frame",
      make_manipulator},
 };
 

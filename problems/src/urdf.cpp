@@ -1,14 +1,20 @@
 #include "knot/problems/robot/urdf.hpp"
 
 #include <console_bridge/console.h>
+#include <urdf_parser/urdf_parser.h>
 
+#include <Eigen/Eigenvalues>
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <sstream>
-#include <urdf_parser/urdf_parser.h>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "knot/problems/error.hpp"
 #include "knot/problems/robot/dynamics.hpp"
@@ -40,7 +46,7 @@ Transform compose(const Transform& a, const Transform& b) {
   return c;
 }
 
-Transform from_pose(const urdf::Pose& pose) {
+Transform to_transform(const urdf::Pose& pose) {
   Transform t;
   double x = pose.rotation.x, y = pose.rotation.y, z = pose.rotation.z, w = pose.rotation.w;
   const double norm = std::sqrt(x * x + y * y + z * z + w * w);
@@ -93,6 +99,38 @@ class CaptureLog final : public console_bridge::OutputHandler {
   std::string errors;
 };
 
+// The element urdfdom's report is about: it ends a failed element's messages with "... for Link [x]"
+// or "... for joint [x]". Empty when the text names neither.
+std::string reported_subject(const std::string& errors) {
+  for (const char* tag : {"Link [", "joint ["}) {
+    const std::size_t at = errors.find(tag);
+    if (at == std::string::npos) continue;
+    const std::size_t begin = at + std::string(tag).size(), close = errors.find(']', begin);
+    if (close == std::string::npos) continue;
+    return std::string(tag[0] == 'L' ? "link '" : "joint '") + errors.substr(begin, close - begin) + "'";
+  }
+  return {};
+}
+
+std::string num(double v) {
+  std::ostringstream s;
+  s.precision(6);
+  s << v;
+  return s.str();
+}
+
+std::string quoted_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (std::size_t k = 0; k < names.size(); ++k)
+    out += std::string(k == 0 ? "" : (k + 1 == names.size() ? " and " : ", ")) + "'" + names[k] + "'";
+  return out;
+}
+
+// Principal moments of a 3 x 3 rotational inertia may differ from a physical body's only by this
+// fraction of the largest one: URDFs exported from CAD round them, and a thin plate or rod sits
+// exactly on the triangle inequality's boundary.
+constexpr double kInertiaTolerance = 1e-6;
+
 class Builder {
  public:
   Builder(const std::string& path, const std::string& context) : path_(path), context_(context) {}
@@ -120,6 +158,13 @@ class Builder {
       if (why.empty()) why = capture.errors.empty() ? "unknown urdfdom error" : capture.errors;
       fail("urdf", "a valid URDF file", "a file urdfdom rejects (" + why + ")");
     }
+    // urdfdom drops an element it cannot read (an inertial with a mass of 'nan' or 'heavy', an origin
+    // with two numbers) and still returns the model, which would then lack that link's mass.
+    if (!capture.errors.empty()) {
+      const std::string subject = reported_subject(capture.errors);
+      fail("urdf", "a URDF file urdfdom reads without errors",
+           (subject.empty() ? "" : subject + ": ") + "urdfdom reports '" + capture.errors + "'");
+    }
     return model;
   }
 
@@ -128,64 +173,21 @@ class Builder {
     out_.name = model.getName();
     for (const auto& [name, joint] : model.joints_) {
       if (joint->type == urdf::Joint::FLOATING || joint->type == urdf::Joint::PLANAR)
-        fail("urdf", "a fixed-base chain of revolute, continuous, prismatic and fixed joints",
+        fail("urdf", "a fixed-base tree of revolute, continuous, prismatic and fixed joints",
              std::string(joint->type == urdf::Joint::FLOATING ? "floating" : "planar") + " joint '" + name + "'");
       if (joint->type == urdf::Joint::UNKNOWN) fail("urdf", "a known joint type", "joint '" + name + "' of unknown type");
     }
+    check_tree(model);
     const urdf::LinkConstSharedPtr root = model.getRoot();
     if (!root) fail("urdf", "a link tree with a root", "no root link");
 
-    // The end effector: the named link, or the single leaf.
-    urdf::LinkConstSharedPtr ee;
-    if (!ee_name.empty()) {
-      ee = model.getLink(ee_name);
-      if (!ee) {
-        std::string names;
-        for (const auto& [name, link] : model.links_) names += (names.empty() ? "" : ", ") + name;
-        fail("ee_frame", "the name of a link (" + names + ")", "'" + ee_name + "'");
-      }
-    } else {
-      std::vector<std::string> leaves;
-      for (const auto& [name, link] : model.links_)
-        if (link->child_joints.empty()) {
-          leaves.push_back(name);
-          ee = link;
-        }
-      if (leaves.size() != 1) {
-        std::string names;
-        for (const auto& l : leaves) names += (names.empty() ? "" : ", ") + l;
-        fail("ee_frame", "ee_frame naming the end-effector link when the link tree branches",
-             std::to_string(leaves.size()) + " leaf links (" + names + ")");
-      }
-    }
-
-    // Joints from the root to the end effector.
-    std::vector<urdf::JointConstSharedPtr> chain;
-    for (urdf::LinkConstSharedPtr link = ee; link != root; link = model.getLink(link->parent_joint->parent_link_name))
-      chain.insert(chain.begin(), link->parent_joint);
-
-    add_link(*root, -1, Transform{}, chain.empty() ? nullptr : chain.front().get());
-    int body = -1;
-    Transform in_body;  // the current chain link's frame in the current body's frame
-    for (std::size_t k = 0; k < chain.size(); ++k) {
-      const urdf::Joint& joint = *chain[k];
-      const Transform origin = from_pose(joint.parent_to_joint_origin_transform);
-      if (joint.type == urdf::Joint::FIXED) {
-        in_body = compose(in_body, origin);
-      } else {
-        body = add_joint(joint, compose(in_body, origin));
-        in_body = Transform{};
-      }
-      const urdf::Link& child = *model.getLink(joint.child_link_name);
-      add_link(child, body, in_body, k + 1 < chain.size() ? chain[k + 1].get() : nullptr);
-      if (child.name == ee->name) out_.ee_frame = static_cast<int>(out_.frames.size()) - 1;
-    }
-    if (chain.empty()) out_.ee_frame = 0;
-
+    visit(model, *root, -1, Transform{});
     RobotData& d = out_.data;
-    if (d.n == 0) fail("urdf", "at least one revolute, continuous or prismatic joint between the root and the end effector",
-                       "none (root '" + root->name + "', end effector '" + ee->name + "')");
+    if (d.n == 0)
+      fail("urdf", "at least one revolute, continuous or prismatic joint", "none (root '" + root->name + "')");
+    if (!set_tree(d, parents_.data())) throw std::logic_error("load_urdf: bodies not numbered parents first");
     for (int i = 0; i < d.n; ++i) finish_body(i);
+    select_ee(model, ee_name);
     check_mass_matrix();
     return std::move(out_);
   }
@@ -193,13 +195,92 @@ class Builder {
  private:
   std::string key(const std::string& k) const { return context_.empty() ? k : context_ + "." + k; }
 
-  int add_joint(const urdf::Joint& joint, const Transform& placement) {
+  // Every link but the root has exactly one parent joint and no link is its own ancestor. urdfdom
+  // keeps one of a link's parent joints and loses the other without a word, and it accepts a cycle
+  // of joints cut off from the root; either would lose joints here.
+  void check_tree(const urdf::ModelInterface& model) const {
+    std::map<std::string, std::vector<std::string>> parents;  // child link -> its parent joints
+    for (const auto& [name, joint] : model.joints_) {
+      if (joint->parent_link_name == joint->child_link_name)
+        fail("urdf", "a tree of links (no link its own ancestor)",
+             "joint '" + name + "' with link '" + joint->child_link_name + "' as both parent and child (a cycle)");
+      parents[joint->child_link_name].push_back(name);
+    }
+    for (const auto& [link, joints] : parents)
+      if (joints.size() > 1)
+        fail("urdf", "a tree of links (one parent joint per link)",
+             "link '" + link + "' with " + (joints.size() == 2 ? "two" : std::to_string(joints.size())) +
+                 " parent joints " + quoted_list(joints) + " (a closed kinematic loop)");
+    // Each link now has at most one parent: walk up from every link and look for a repeat.
+    std::map<std::string, int> state;  // 1 on the current walk, 2 known to reach the root
+    for (const auto& [start, unused] : model.links_) {
+      std::vector<std::string> walk;  // links from `start` upwards
+      std::string link = start;
+      while (state[link] == 0) {
+        state[link] = 1;
+        walk.push_back(link);
+        const auto up = parents.find(link);
+        if (up == parents.end()) break;
+        link = model.joints_.at(up->second.front())->parent_link_name;
+        if (state[link] == 1) {
+          // The cycle: from `link` back up to `link`, then written parent to child.
+          std::vector<std::string> cycle;
+          std::string l = link;
+          do {
+            const std::string& j = parents.at(l).front();
+            cycle.push_back(j);
+            l = model.joints_.at(j)->parent_link_name;
+          } while (l != link);
+          // Parent to child, starting from the first joint by name (the same text whichever link the
+          // walk met first).
+          std::reverse(cycle.begin(), cycle.end());
+          std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());
+          std::string text;
+          for (const std::string& j : cycle) text += "'" + j + "' -> ";
+          fail("urdf", "a tree of links (no link its own ancestor)",
+               "joints " + text + "'" + cycle.front() + "' form a cycle (link '" +
+                   model.joints_.at(cycle.front())->parent_link_name + "' is its own ancestor)");
+        }
+      }
+      for (const std::string& l : walk) state[l] = 2;
+    }
+  }
+
+  // Depth first from `link`, on `body` at `in_body`: records the link as a frame, adds its mass to
+  // the body, and follows its child joints in the order of their names (a fixed joint stays on the
+  // body, a moving one starts a new body). Bodies are so numbered parents first.
+  void visit(const urdf::ModelInterface& model, const urdf::Link& link, int body, const Transform& in_body) {
+    add_link(link, body, in_body);
+    std::vector<urdf::JointConstSharedPtr> joints(link.child_joints.begin(), link.child_joints.end());
+    std::sort(joints.begin(), joints.end(), [](const auto& a, const auto& b) { return a->name < b->name; });
+    for (const auto& joint : joints) {
+      const urdf::LinkConstSharedPtr child = model.getLink(joint->child_link_name);
+      if (!child) fail("urdf", "joints between links of the file", "joint '" + joint->name + "' to a missing link");
+      const Transform origin =
+          compose(in_body, checked_transform(joint->parent_to_joint_origin_transform, "joint '" + joint->name + "'"));
+      if (joint->type == urdf::Joint::FIXED)
+        visit(model, *child, body, origin);
+      else
+        visit(model, *child, add_joint(*joint, origin, body), Transform{});
+    }
+  }
+
+  Transform checked_transform(const urdf::Pose& pose, const std::string& what) const {
+    const double v[7] = {pose.position.x, pose.position.y, pose.position.z, pose.rotation.x,
+                         pose.rotation.y, pose.rotation.z, pose.rotation.w};
+    for (double x : v)
+      if (!std::isfinite(x)) fail("urdf", "a finite origin", "the origin of " + what);
+    return to_transform(pose);
+  }
+
+  int add_joint(const urdf::Joint& joint, const Transform& placement, int parent) {
     RobotData& d = out_.data;
     if (d.n == kMaxJoints)
-      fail("urdf", "at most " + std::to_string(kMaxJoints) + " moving joints on the chain", "more, at joint '" + joint.name + "'");
+      fail("urdf", "at most " + std::to_string(kMaxJoints) + " moving joints", "more, at joint '" + joint.name + "'");
     if (joint.mimic) fail("urdf", "independent joints", "mimic joint '" + joint.name + "'");
     const int i = d.n++;
     out_.joint_names.push_back(joint.name);
+    parents_.push_back(parent);
     sums_.emplace_back();
     d.type[i] = joint.type == urdf::Joint::PRISMATIC ? JointType::Prismatic : JointType::Revolute;
     for (int k = 0; k < 9; ++k) d.joint_R[i][k] = placement.R[k];
@@ -207,8 +288,8 @@ class Builder {
     const double ax[3] = {joint.axis.x, joint.axis.y, joint.axis.z};
     const double norm = std::sqrt(ax[0] * ax[0] + ax[1] * ax[1] + ax[2] * ax[2]);
     if (!(norm > 1e-12) || !std::isfinite(norm))
-      fail("urdf", "a nonzero finite joint axis", "axis (" + std::to_string(ax[0]) + ", " + std::to_string(ax[1]) + ", " +
-                                                      std::to_string(ax[2]) + ") of joint '" + joint.name + "'");
+      fail("urdf", "a nonzero finite joint axis",
+           "axis (" + num(ax[0]) + ", " + num(ax[1]) + ", " + num(ax[2]) + ") of joint '" + joint.name + "'");
     for (int k = 0; k < 3; ++k) d.axis[i][k] = ax[k] / norm;
 
     d.q_lower[i] = -kInf;
@@ -218,65 +299,99 @@ class Builder {
     if (const auto& lim = joint.limits) {
       if (joint.type != urdf::Joint::CONTINUOUS) {
         if (!(lim->lower <= lim->upper))
-          fail("urdf", "lower <= upper", "limits [" + std::to_string(lim->lower) + ", " + std::to_string(lim->upper) +
-                                             "] of joint '" + joint.name + "'");
+          fail("urdf", "lower <= upper",
+               "limits [" + num(lim->lower) + ", " + num(lim->upper) + "] of joint '" + joint.name + "'");
+        if (lim->lower == lim->upper)
+          fail("urdf", "a joint that can move (lower < upper; a joint that cannot is type=\"fixed\")",
+               "limits [" + num(lim->lower) + ", " + num(lim->upper) + "] of joint '" + joint.name + "' (zero range)");
         d.q_lower[i] = lim->lower;
         d.q_upper[i] = lim->upper;
       }
       if (!(lim->velocity >= 0) || !(lim->effort >= 0))
-        fail("urdf", "velocity and effort limits >= 0", "velocity " + std::to_string(lim->velocity) + ", effort " +
-                                                            std::to_string(lim->effort) + " of joint '" + joint.name + "'");
+        fail("urdf", "velocity and effort limits >= 0",
+             "velocity " + num(lim->velocity) + ", effort " + num(lim->effort) + " of joint '" + joint.name + "'");
       if (lim->velocity > 0) d.velocity_limit[i] = lim->velocity;
       if (lim->effort > 0) d.effort_limit[i] = lim->effort;
     }
     return i;
   }
 
-  // Records `link` as a frame on `body` at `in_body`, adds its mass there, and recurses into the
-  // links fixed to it (except `next`, the chain's next joint, which the caller follows).
-  void add_link(const urdf::Link& link, int body, const Transform& in_body, const urdf::Joint* next) {
+  // A link's mass properties must be those of a body: a finite mass >= 0 and a rotational inertia
+  // whose principal moments are >= 0 and obey the triangle inequality (each at most the sum of the
+  // other two), both within kInertiaTolerance of the largest moment.
+  void check_inertial(const urdf::Link& link, const urdf::Inertial& in) const {
+    if (!(in.mass >= 0) || !std::isfinite(in.mass))
+      fail("urdf", "a finite mass >= 0", "mass " + num(in.mass) + " of link '" + link.name + "'");
+    const double I[6] = {in.ixx, in.iyy, in.izz, in.ixy, in.ixz, in.iyz};
+    for (double v : I)
+      if (!std::isfinite(v))
+        fail("urdf", "a finite inertia",
+             "inertia (ixx " + num(in.ixx) + ", iyy " + num(in.iyy) + ", izz " + num(in.izz) + ", ixy " + num(in.ixy) +
+                 ", ixz " + num(in.ixz) + ", iyz " + num(in.iyz) + ") of link '" + link.name + "'");
+    Eigen::Matrix3d M;
+    M << in.ixx, in.ixy, in.ixz, in.ixy, in.iyy, in.iyz, in.ixz, in.iyz, in.izz;
+    const Eigen::Vector3d d = Eigen::SelfAdjointEigenSolver<Eigen::Matrix3d>(M, Eigen::EigenvaluesOnly).eigenvalues();
+    const double tol = kInertiaTolerance * d.cwiseAbs().maxCoeff();
+    if (d(0) < -tol || d(0) + d(1) < d(2) - tol)
+      fail("urdf", "a physical rotational inertia (principal moments >= 0, each at most the sum of the other two)",
+           "principal moments (" + num(d(0)) + ", " + num(d(1)) + ", " + num(d(2)) + ") of link '" + link.name + "'" +
+               (d(0) < -tol ? " (a negative moment)" : " (the triangle inequality fails)"));
+  }
+
+  // Records `link` as a frame on `body` at `in_body` and adds its mass there.
+  void add_link(const urdf::Link& link, int body, const Transform& in_body) {
     Frame f;
     f.name = link.name;
     f.body = body;
     for (int k = 0; k < 9; ++k) f.R[k] = in_body.R[k];
     for (int k = 0; k < 3; ++k) f.p[k] = in_body.p[k];
     out_.frames.push_back(f);
-    if (const auto& in = link.inertial) {
-      if (!(in->mass >= 0) || !std::isfinite(in->mass))
-        fail("urdf", "a finite mass >= 0", "mass " + std::to_string(in->mass) + " of link '" + link.name + "'");
-      const double Iin[9] = {in->ixx, in->ixy, in->ixz, in->ixy, in->iyy, in->iyz, in->ixz, in->iyz, in->izz};
-      for (double v : Iin)
-        if (!std::isfinite(v)) fail("urdf", "a finite inertia", "inertia of link '" + link.name + "'");
-      if (body >= 0) {
-        const Transform com = compose(in_body, from_pose(in->origin));
-        // Ic = Rc Iin Rc' in body axes.
-        double RI[9], Ic[9];
-        for (int col = 0; col < 3; ++col)
-          for (int row = 0; row < 3; ++row) {
-            double s = 0;
-            for (int k = 0; k < 3; ++k) s += com.R[row + 3 * k] * Iin[k + 3 * col];
-            RI[row + 3 * col] = s;
-          }
-        for (int col = 0; col < 3; ++col)
-          for (int row = 0; row < 3; ++row) {
-            double s = 0;
-            for (int k = 0; k < 3; ++k) s += RI[row + 3 * k] * com.R[col + 3 * k];
-            Ic[row + 3 * col] = s;
-          }
-        add_mass(sums_[static_cast<std::size_t>(body)], in->mass, com.p, Ic);
+    const auto& in = link.inertial;
+    if (!in) return;
+    check_inertial(link, *in);
+    if (body < 0) return;  // carried by the base
+    const double Iin[9] = {in->ixx, in->ixy, in->ixz, in->ixy, in->iyy, in->iyz, in->ixz, in->iyz, in->izz};
+    const Transform com = compose(in_body, checked_transform(in->origin, "the inertial of link '" + link.name + "'"));
+    // Ic = Rc Iin Rc' in body axes.
+    double RI[9], Ic[9];
+    for (int col = 0; col < 3; ++col)
+      for (int row = 0; row < 3; ++row) {
+        double s = 0;
+        for (int k = 0; k < 3; ++k) s += com.R[row + 3 * k] * Iin[k + 3 * col];
+        RI[row + 3 * col] = s;
       }
-    }
-    for (const auto& joint : link.child_joints) {
-      if (joint.get() == next || joint->type != urdf::Joint::FIXED) continue;
-      const urdf::LinkConstSharedPtr child = link.child_links.empty() ? nullptr : find_child(link, joint->child_link_name);
-      if (child) add_link(*child, body, compose(in_body, from_pose(joint->parent_to_joint_origin_transform)), nullptr);
-    }
+    for (int col = 0; col < 3; ++col)
+      for (int row = 0; row < 3; ++row) {
+        double s = 0;
+        for (int k = 0; k < 3; ++k) s += RI[row + 3 * k] * com.R[col + 3 * k];
+        Ic[row + 3 * col] = s;
+      }
+    add_mass(sums_[static_cast<std::size_t>(body)], in->mass, com.p, Ic);
   }
 
-  static urdf::LinkConstSharedPtr find_child(const urdf::Link& link, const std::string& name) {
-    for (const auto& c : link.child_links)
-      if (c->name == name) return c;
-    return nullptr;
+  // The end effector: the named link itself, or the single leaf of the link tree.
+  void select_ee(const urdf::ModelInterface& model, const std::string& ee_name) {
+    std::string name = ee_name;
+    if (name.empty()) {
+      std::vector<std::string> leaves;
+      for (const auto& [n, link] : model.links_)
+        if (link->child_joints.empty()) leaves.push_back(n);
+      if (leaves.size() != 1) {
+        std::string names;
+        for (const auto& l : leaves) names += (names.empty() ? "" : ", ") + l;
+        fail("ee_frame", "ee_frame naming the end-effector link when the link tree branches",
+             std::to_string(leaves.size()) + " leaf links (" + names + ")");
+      }
+      name = leaves.front();
+    }
+    for (std::size_t k = 0; k < out_.frames.size(); ++k)
+      if (out_.frames[k].name == name) {
+        out_.ee_frame = static_cast<int>(k);
+        return;
+      }
+    std::string names;
+    for (const auto& [n, link] : model.links_) names += (names.empty() ? "" : ", ") + n;
+    fail("ee_frame", "the name of a link (" + names + ")", "'" + ee_name + "'");
   }
 
   // Mass properties of body i about its COM from the accumulated sums.
@@ -322,6 +437,7 @@ class Builder {
   std::string path_, context_;
   RobotModel out_;
   std::vector<MassSum> sums_;
+  std::vector<int> parents_;
 };
 
 }  // namespace
@@ -329,6 +445,14 @@ class Builder {
 RobotModel load_urdf(const std::string& path, const std::string& ee_frame, const std::string& context) {
   Builder builder(path, context);
   const urdf::ModelInterfaceSharedPtr model = builder.parse();
+  // urdfdom's links own their children, so a cycle of joints in the file would keep its links alive
+  // after the model is dropped; cut the links apart on the way out, whether the build throws or not.
+  struct CutLinks {
+    urdf::ModelInterface& m;
+    ~CutLinks() {
+      for (auto& [name, link] : m.links_) link->clear();
+    }
+  } cut{*model};
   return builder.build(*model, ee_frame);
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "knot/problems/error.hpp"
+#include "knot/problems/loader.hpp"
 #include "knot/problems/models/manipulator.hpp"
 #include "knot/problems/robot/dynamics.hpp"
 #include "scratch_dir.hpp"
@@ -325,10 +326,71 @@ TEST(Manipulator, ParameterErrors) {
   msg = error_of([&] { iiwa(gravity); }, &key);
   EXPECT_EQ(key, "model.params.gravity");
 
-  // And the valid twins of the above load.
+  // And the valid twins of the above load; ee_frame picks a frame and keeps every joint.
   ParamMap ok("model.params");
   ok.set("ee_frame", std::string("iiwa_link_5"));
-  EXPECT_EQ(iiwa(ok)->nu(), 5);
+  const auto m5 = iiwa(ok);
+  EXPECT_EQ(m5->nu(), 7);
+  EXPECT_EQ(m5->kinematics()->default_frame(), *m5->kinematics()->frame_index("iiwa_link_5"));
+}
+
+// The iiwa with a tool on link 7 and a contact point past the tool (fixed children with fixed children).
+std::string iiwa_with_contact() {
+  std::string text = iiwa_with_tool();
+  const std::string contact = R"(  <joint name="contact_joint" type="fixed">
+    <parent link="iiwa_link_ee"/><child link="contact"/><origin xyz="0 0 0.04"/>
+  </joint>
+  <link name="contact"/>
+)";
+  return text.insert(text.find("  <transmission"), contact);
+}
+
+std::string reach_problem(const std::string& urdf, const std::string& ee_frame) {
+  return "name: reach\nmodel:\n  type: manipulator\n  params: {urdf: " + urdf +
+         (ee_frame.empty() ? "" : ", ee_frame: " + ee_frame) +
+         "}\nhorizon: {N: 4, dt: 0.05}\nx0: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]\ncosts:\n"
+         "  - {name: reach, type: end_effector, weights: 1, reference: [0.5, 0, 0.6]}\n"
+         "  - {name: touch, type: end_effector, frame: contact, weights: 1}\n"
+         "constraints:\n  - {name: floor, type: end_effector_height, min: 0.1}\n"
+         "  - {name: box, type: end_effector_box, lower: [-1, -1, 0], upper: [1, 1, 2]}\n";
+}
+
+TEST(Manipulator, EndEffectorTermsWithoutFrameReadEeFrame) {
+  const std::string urdf = write_scratch_file("iiwa_contact.urdf", iiwa_with_contact());
+  const knot::problems::Problem p = knot::problems::load_problem_from_string(reach_problem(urdf, "iiwa_link_7"));
+  const knot::problems::Kinematics& k = *p.model->kinematics();
+  const int link7 = *k.frame_index("iiwa_link_7"), contact = *k.frame_index("contact");
+  EXPECT_EQ(k.default_frame(), link7);
+  EXPECT_EQ(p.costs[0]->frame(), link7);
+  EXPECT_EQ(p.costs[1]->frame(), contact);
+  EXPECT_EQ(p.constraints[0]->frame(), link7);
+  EXPECT_EQ(p.constraints[1]->frame(), link7);
+  // The terms read link 7's origin, which at q = 0 is straight above the base.
+  auto data = p.model->make_data();
+  const std::vector<double> x(14, 0.0);
+  double p7[3], pc[3];
+  k.frame_position(*data, x.data(), link7, {0, 0, 0}, p7, nullptr);
+  k.frame_position(*data, x.data(), contact, {0, 0, 0}, pc, nullptr);
+  EXPECT_NEAR(p7[0], 0.0, 1e-12);
+  EXPECT_NEAR(p7[1], 0.0, 1e-12);
+  EXPECT_GT(std::abs(pc[2] - p7[2]) + std::abs(pc[0] - p7[0]) + std::abs(pc[1] - p7[1]), 0.1);
+  // knot check names each term's frame.
+  const std::string d = knot::problems::describe(p);
+  EXPECT_NE(d.find("reach: end_effector, stages all, scale_by_dt false, weights 3x3 (not shown), frame iiwa_link_7 "
+                   "(the model's end effector)"),
+            std::string::npos)
+      << d;
+  EXPECT_NE(d.find("touch: end_effector, stages all, scale_by_dt false, weights 3x3 (not shown), frame contact,"),
+            std::string::npos)
+      << d;
+  EXPECT_NE(
+      d.find("floor: end_effector_height, inequality, 1 row, stages all, frame iiwa_link_7 (the model's end effector)"),
+      std::string::npos)
+      << d;
+  // Without ee_frame the single leaf is the default: the contact point.
+  const knot::problems::Problem leaf = knot::problems::load_problem_from_string(reach_problem(urdf, ""));
+  EXPECT_EQ(leaf.costs[0]->frame(), *leaf.model->kinematics()->frame_index("contact"));
+  EXPECT_NE(knot::problems::describe(leaf).find("frame contact (the model's end effector)"), std::string::npos);
 }
 
 }  // namespace

@@ -51,6 +51,7 @@ struct RJoint {
   Vec3 xyz = Vec3::Zero(), rpy = Vec3::Zero(), axis = Vec3::UnitZ();
 };
 
+// A chain or a tree; the reference numbers moving joints in the order of `joints`.
 struct Chain {
   std::vector<RLink> links;    // links[0] is the root
   std::vector<RJoint> joints;  // in tree order (parents before children)
@@ -77,36 +78,63 @@ RLink random_link(Rng& rng, const std::string& name) {
   return l;
 }
 
+// Adds a random link below `parent` through a random joint of `type`; returns the link's index.
+int attach(Chain& c, Rng& rng, const std::string& type, int parent, const std::string& link_name,
+           const std::string& joint_name = {}) {
+  RJoint j;
+  j.type = type;
+  j.name = joint_name.empty() ? "j" + std::to_string(c.joints.size()) + "_" + type : joint_name;
+  j.parent = parent;
+  c.links.push_back(random_link(rng, link_name));
+  j.child = static_cast<int>(c.links.size()) - 1;
+  j.xyz = Vec3(rng.uniform(-0.3, 0.3), rng.uniform(-0.3, 0.3), rng.uniform(0.05, 0.4));
+  j.rpy = Vec3(rng.uniform(-3, 3), rng.uniform(-1.5, 1.5), rng.uniform(-3, 3));
+  j.axis = Vec3(rng.uniform(), rng.uniform(), rng.uniform()).normalized() * rng.uniform(0.5, 2.0);  // unnormalized
+  c.joints.push_back(j);
+  if (type != "fixed") ++c.n;
+  return j.child;
+}
+
 // n moving joints (one prismatic, one continuous), a fixed joint at the base, one in the middle of
 // the chain, one to a tool link at the tip, and a fixed side link (so the tree branches).
 Chain random_chain(Rng& rng, int n, int prismatic_at, int fixed_after) {
   Chain c;
   c.links.push_back(random_link(rng, "world"));
-  auto attach = [&](const std::string& type, int parent, const std::string& link_name) {
-    RJoint j;
-    j.type = type;
-    j.name = "j" + std::to_string(c.joints.size()) + "_" + type;
-    j.parent = parent;
-    c.links.push_back(random_link(rng, link_name));
-    j.child = static_cast<int>(c.links.size()) - 1;
-    j.xyz = Vec3(rng.uniform(-0.3, 0.3), rng.uniform(-0.3, 0.3), rng.uniform(0.05, 0.4));
-    j.rpy = Vec3(rng.uniform(-3, 3), rng.uniform(-1.5, 1.5), rng.uniform(-3, 3));
-    j.axis = Vec3(rng.uniform(), rng.uniform(), rng.uniform()).normalized() * rng.uniform(0.5, 2.0);  // unnormalized
-    c.joints.push_back(j);
-    return j.child;
-  };
-  int link = attach("fixed", 0, "base");
+  int link = attach(c, rng, "fixed", 0, "base");
   for (int k = 0; k < n; ++k) {
     const std::string type = k == prismatic_at ? "prismatic" : (k == 1 ? "continuous" : "revolute");
-    link = attach(type, link, "body" + std::to_string(k));
+    link = attach(c, rng, type, link, "body" + std::to_string(k));
     if (k == fixed_after) {
-      const int mid = attach("fixed", link, "mid" + std::to_string(k));
-      attach("fixed", link, "sensor");  // side branch
+      const int mid = attach(c, rng, "fixed", link, "mid" + std::to_string(k));
+      attach(c, rng, "fixed", link, "sensor");  // side branch
       link = mid;
     }
   }
-  c.tip = attach("fixed", link, "tool");
-  c.n = n;
+  c.tip = attach(c, rng, "fixed", link, "tool");
+  return c;
+}
+
+// A branching tree of 10 moving joints: a torso joint carrying two 3-joint arms (the right one with
+// a prismatic joint and a fixed sensor with mass), a finger on the left arm's second link beside its
+// third joint, and a 2-joint branch straight on the base. Joint names are chosen so that the
+// reader's order (depth first, siblings by name) differs from the order of this list.
+Chain random_tree(Rng& rng) {
+  Chain c;
+  c.links.push_back(random_link(rng, "world"));
+  const int base = attach(c, rng, "fixed", 0, "base");
+  const int torso = attach(c, rng, "revolute", base, "torso", "t_torso");
+  int l = torso, r = torso;
+  for (int k = 0; k < 3; ++k) {
+    l = attach(c, rng, k == 1 ? "continuous" : "revolute", l, "left" + std::to_string(k), "l" + std::to_string(k));
+    if (k == 1) attach(c, rng, "revolute", l, "finger", "a_finger");  // sorts before l2
+  }
+  for (int k = 0; k < 3; ++k) {
+    r = attach(c, rng, k == 1 ? "prismatic" : "revolute", r, "right" + std::to_string(k), "r" + std::to_string(k));
+    if (k == 0) attach(c, rng, "fixed", r, "sensor", "r0_sensor");
+  }
+  const int side = attach(c, rng, "revolute", base, "side0", "b_side0");
+  attach(c, rng, "prismatic", side, "side1", "b_side1");
+  c.tip = l;
   return c;
 }
 
@@ -507,6 +535,289 @@ TEST(RobotDynamics, PowerBalanceAlongTheFlow) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Branching trees against the same references. The reference numbers joints in the order of the
+// description; the reader depth first with siblings by name, so the comparisons permute.
+
+struct TreeCase {
+  Chain tree;
+  robot::RobotModel model;
+  std::vector<int> ref;  // ref[i]: the reference's index of the reader's joint i
+};
+
+TreeCase load_tree(Chain tree, const std::string& file, const std::string& ee) {
+  TreeCase s;
+  s.tree = std::move(tree);
+  s.model = robot::load_urdf(write_scratch_file(file, urdf_text(s.tree)), ee);
+  std::vector<std::string> ref_names;
+  for (const RJoint& j : s.tree.joints)
+    if (j.type != "fixed") ref_names.push_back(j.name);
+  for (const std::string& name : s.model.joint_names) {
+    const auto it = std::find(ref_names.begin(), ref_names.end(), name);
+    EXPECT_NE(it, ref_names.end()) << name;
+    s.ref.push_back(static_cast<int>(it - ref_names.begin()));
+  }
+  return s;
+}
+
+TreeCase tree_setup(unsigned seed) {
+  Rng rng(seed);
+  return load_tree(random_tree(rng), "tree_" + std::to_string(seed) + ".urdf", "left2");
+}
+
+Vec to_ref(const TreeCase& s, const Vec& x) {
+  Vec y(x.size());
+  for (int i = 0; i < x.size(); ++i) y(s.ref[static_cast<std::size_t>(i)]) = x(i);
+  return y;
+}
+
+Vec from_ref(const TreeCase& s, const Vec& y) {
+  Vec x(y.size());
+  for (int i = 0; i < y.size(); ++i) x(i) = y(s.ref[static_cast<std::size_t>(i)]);
+  return x;
+}
+
+Mat from_ref(const TreeCase& s, const Mat& A) {
+  Mat B(A.rows(), A.cols());
+  for (int j = 0; j < A.cols(); ++j)
+    for (int i = 0; i < A.rows(); ++i)
+      B(i, j) = A(s.ref[static_cast<std::size_t>(i)], s.ref[static_cast<std::size_t>(j)]);
+  return B;
+}
+
+int joint(const robot::RobotModel& m, const std::string& name) {
+  const auto it = std::find(m.joint_names.begin(), m.joint_names.end(), name);
+  EXPECT_NE(it, m.joint_names.end()) << name;
+  return static_cast<int>(it - m.joint_names.begin());
+}
+
+TEST(RobotTree, EveryMovingJointIsModeledDepthFirst) {
+  const TreeCase s = tree_setup(1);
+  const robot::RobotData& d = s.model.data;
+  ASSERT_EQ(d.n, 10);
+  const std::vector<std::string> order = {"b_side0",  "b_side1", "t_torso", "l0", "l1",
+                                          "a_finger", "l2",      "r0",      "r1", "r2"};
+  EXPECT_EQ(s.model.joint_names, order);
+  const int parent[10] = {-1, 0, -1, 2, 3, 4, 4, 2, 7, 8};
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(d.parent[i], parent[i]) << order[static_cast<std::size_t>(i)];
+  EXPECT_EQ(d.ancestors[5], (1u << 5) | (1u << 4) | (1u << 3) | (1u << 2));  // a_finger
+  EXPECT_EQ(d.type[1], robot::JointType::Prismatic);                         // b_side1
+  // Every link is a frame; the sensor rides on r0's body.
+  EXPECT_EQ(s.model.frames.size(), s.tree.links.size());
+  for (const robot::Frame& f : s.model.frames)
+    if (f.name == "sensor") {
+      EXPECT_EQ(f.body, 7);
+    }
+  EXPECT_EQ(s.model.frames[static_cast<std::size_t>(s.model.ee_frame)].name, "left2");
+}
+
+TEST(RobotTree, RneaAndMassMatrixMatchKaneReference) {
+  for (unsigned seed = 0; seed < 6; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const TreeCase s = tree_setup(seed);
+    const robot::RobotData& d = s.model.data;
+    const Vec3 g(d.gravity[0], d.gravity[1], d.gravity[2]);
+    Rng rng(700 + seed);
+    const Vec q = random_vec(rng, d.n, 1.5), qd = random_vec(rng, d.n, 2.0), qdd = random_vec(rng, d.n, 3.0);
+    const Reference ref = reference(s.tree, to_ref(s, q), to_ref(s, qd), to_ref(s, qdd), g);
+    const Mat M = mass(d, q);
+    EXPECT_LE(rel_err(M, from_ref(s, ref.M)), 1e-10);
+    EXPECT_LE(rel_err(M, M.transpose()), 0.0);
+    EXPECT_LE(rel_err(rnea_vec(d, q, qd, &qdd), from_ref(s, ref.tau)), 1e-10);
+    const Vec zero = Vec::Zero(d.n);
+    EXPECT_LE(rel_err(rnea_vec(d, q, qd, nullptr),
+                      from_ref(s, reference(s.tree, to_ref(s, q), to_ref(s, qd), Vec::Zero(d.n), g).tau)),
+              1e-10);
+    // Joints on separate branches do not couple: exactly zero, and the reference agrees.
+    const robot::RobotModel& m = s.model;
+    for (const auto& [a, b] : std::vector<std::pair<std::string, std::string>>{
+             {"l0", "r0"}, {"a_finger", "l2"}, {"a_finger", "r2"}, {"b_side1", "t_torso"}, {"b_side0", "l1"}}) {
+      EXPECT_EQ(M(joint(m, a), joint(m, b)), 0.0) << a << " " << b;
+      EXPECT_LE(std::abs(from_ref(s, ref.M)(joint(m, a), joint(m, b))), 1e-12 * ref.M.norm()) << a << " " << b;
+    }
+    // ... while a joint and the branches it carries do (the zero check could tell).
+    EXPECT_GT(std::abs(M(joint(m, "t_torso"), joint(m, "a_finger"))), 1e-6);
+    EXPECT_GT(std::abs(M(joint(m, "t_torso"), joint(m, "r2"))), 1e-6);
+
+    // Every link frame sits where the reference puts it.
+    auto w = std::make_unique<robot::Workspace<double>>();
+    robot::forward_kinematics(d, q.data(), *w);
+    for (const robot::Frame& f : m.frames) {
+      const auto l = static_cast<std::size_t>(
+          std::find_if(s.tree.links.begin(), s.tree.links.end(), [&](const RLink& x) { return x.name == f.name; }) -
+          s.tree.links.begin());
+      ASSERT_LT(l, s.tree.links.size()) << f.name;
+      const Vec3 offset(0.1, -0.2, 0.3);
+      Vec3 in_body = Eigen::Map<const Vec3>(f.p) + Eigen::Map<const Mat3>(f.R) * offset, p;
+      robot::point_position(*w, f.body, in_body.data(), p.data());
+      EXPECT_LE(rel_err(p, ref.pose[l] * offset), 1e-12) << f.name;
+    }
+    // Negative control: the reference without the sensor's mass differs.
+    std::vector<double> masses;
+    for (const RLink& l : s.tree.links) masses.push_back(l.name == "sensor" ? 0.0 : l.mass);
+    EXPECT_GT(rel_err(M, from_ref(s, reference(s.tree, to_ref(s, q), to_ref(s, qd), to_ref(s, qdd), g, masses).M)),
+              1e-10);
+  }
+}
+
+// Potential energy V = -sum_links m g'x_com in the reference's own kinematics.
+double potential(const Chain& c, const Vec& q_ref, const Vec3& g) {
+  const Reference r = reference(c, q_ref, Vec::Zero(q_ref.size()), Vec::Zero(q_ref.size()), g);
+  double V = 0;
+  for (std::size_t l = 0; l < c.links.size(); ++l) V -= c.links[l].mass * g.dot(r.pose[l] * c.links[l].com);
+  return V;
+}
+
+// c(q, qd) from the Lagrangian alone: Christoffel symbols of the reference mass matrix,
+// c_i = sum_jk 1/2 (dM_ij/dq_k + dM_ik/dq_j - dM_jk/dq_i) qd_j qd_k + dV/dq_i, every derivative
+// by central differences. `drop_last` leaves out the -dM_jk/dq_i term (the negative control).
+Vec christoffel_bias(const Chain& c, const Vec& q, const Vec& qd, const Vec3& g, bool drop_last = false) {
+  const int n = static_cast<int>(q.size());
+  const double h = 1e-5;
+  std::vector<Mat> dM;
+  Vec dV(n);
+  const Vec zero = Vec::Zero(n);
+  for (int k = 0; k < n; ++k) {
+    Vec qp = q, qm = q;
+    qp(k) += h;
+    qm(k) -= h;
+    dM.push_back((reference(c, qp, zero, zero, g).M - reference(c, qm, zero, zero, g).M) / (2 * h));
+    dV(k) = (potential(c, qp, g) - potential(c, qm, g)) / (2 * h);
+  }
+  Vec out = dV;
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j)
+      for (int k = 0; k < n; ++k)
+        out(i) += 0.5 * (dM[k](i, j) + dM[j](i, k) - (drop_last ? 0.0 : dM[i](j, k))) * qd(j) * qd(k);
+  return out;
+}
+
+TEST(RobotTree, BiasForcesMatchChristoffelSymbolsOfTheMassMatrix) {
+  for (unsigned seed = 0; seed < 3; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const TreeCase s = tree_setup(seed);
+    const robot::RobotData& d = s.model.data;
+    const Vec3 g(d.gravity[0], d.gravity[1], d.gravity[2]);
+    Rng rng(800 + seed);
+    const Vec q = random_vec(rng, d.n, 1.5), qd = random_vec(rng, d.n, 2.0);
+    const Vec c = rnea_vec(d, q, qd, nullptr);
+    EXPECT_LE(rel_err(c, from_ref(s, christoffel_bias(s.tree, to_ref(s, q), to_ref(s, qd), g))), 1e-7);
+    EXPECT_GT(rel_err(c, from_ref(s, christoffel_bias(s.tree, to_ref(s, q), to_ref(s, qd), g, true))), 1e-4);
+  }
+}
+
+TEST(RobotTree, DerivativesMatchFiniteDifferences) {
+  for (unsigned seed = 0; seed < 4; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const TreeCase s = tree_setup(seed);
+    const robot::RobotData& d = s.model.data;
+    Rng rng(900 + seed);
+    const Vec q = random_vec(rng, d.n, 1.5), qd = random_vec(rng, d.n, 2.0), qdd = random_vec(rng, d.n, 3.0),
+              tau = random_vec(rng, d.n, 20.0);
+    auto w = std::make_unique<robot::Workspace<double>>();
+    Mat dq = Mat::Constant(d.n, d.n, knot::test::kNaN), dqd = dq;
+    Vec out(d.n);
+    robot::rnea_derivatives(d, q.data(), qd.data(), qdd.data(), out.data(), dq.data(), dqd.data(), d.n, *w);
+    expect_matches_fd(dq, central_diff([&](const Vec& x) { return rnea_vec(d, x, qd, &qdd); }, q), "dtau/dq");
+    expect_matches_fd(dqd, central_diff([&](const Vec& x) { return rnea_vec(d, q, x, &qdd); }, qd), "dtau/dqd");
+    const int l0 = joint(s.model, "l0"), r1 = joint(s.model, "r1");
+    EXPECT_EQ(dq(l0, r1), 0.0);
+    EXPECT_EQ(dqd(r1, l0), 0.0);
+
+    Mat A = Mat::Constant(d.n, 3 * d.n, knot::test::kNaN);
+    ASSERT_EQ(robot::forward_dynamics_derivatives(d, q.data(), qd.data(), tau.data(), out.data(), A.data(),
+                                                  A.data() + d.n * d.n, A.data() + 2 * d.n * d.n, d.n, *w),
+              0);
+    expect_matches_fd(A.leftCols(d.n), central_diff([&](const Vec& x) { return fd_vec(d, x, qd, tau); }, q), "dqdd/dq");
+    expect_matches_fd(A.middleCols(d.n, d.n), central_diff([&](const Vec& x) { return fd_vec(d, q, x, tau); }, qd),
+                      "dqdd/dqd");
+    expect_matches_fd(A.rightCols(d.n), central_diff([&](const Vec& x) { return fd_vec(d, q, qd, x); }, tau),
+                      "dqdd/du");
+
+    // The finger's point Jacobian: nonzero only in the columns of its ancestors.
+    const int finger = joint(s.model, "a_finger");
+    const Vec3 offset(0.05, 0.1, -0.07);
+    auto position = [&](const Vec& x) {
+      auto wx = std::make_unique<robot::Workspace<double>>();
+      robot::forward_kinematics(d, x.data(), *wx);
+      Vec p(3);
+      robot::point_position(*wx, finger, offset.data(), p.data());
+      return p;
+    };
+    robot::forward_kinematics(d, q.data(), *w);
+    Vec3 p;
+    robot::point_position(*w, finger, offset.data(), p.data());
+    Mat J = Mat::Constant(3, d.n, knot::test::kNaN);
+    robot::point_jacobian(d, *w, finger, p.data(), J.data(), 3);
+    expect_matches_fd(J, central_diff(position, q), "finger Jacobian");
+    for (const char* name : {"b_side0", "b_side1", "l2", "r0", "r1", "r2"})
+      EXPECT_EQ(J.col(joint(s.model, name)), Vec3::Zero()) << name;
+    for (const char* name : {"t_torso", "l0", "l1", "a_finger"})
+      EXPECT_GT(J.col(joint(s.model, name)).norm(), 1e-6) << name;
+  }
+}
+
+// The tree without the joints whose names start with `prefix` and the links below them.
+Chain without_branch(const Chain& c, const std::string& prefix) {
+  std::vector<bool> keep(c.links.size(), true);
+  for (const RJoint& j : c.joints)  // parents before children
+    if (j.name.rfind(prefix, 0) == 0 || !keep[static_cast<std::size_t>(j.parent)])
+      keep[static_cast<std::size_t>(j.child)] = false;
+  Chain out;
+  std::vector<int> index(c.links.size(), -1);
+  for (std::size_t l = 0; l < c.links.size(); ++l)
+    if (keep[l]) {
+      index[l] = static_cast<int>(out.links.size());
+      out.links.push_back(c.links[l]);
+    }
+  for (RJoint j : c.joints) {
+    if (!keep[static_cast<std::size_t>(j.child)]) continue;
+    j.parent = index[static_cast<std::size_t>(j.parent)];
+    j.child = index[static_cast<std::size_t>(j.child)];
+    out.joints.push_back(j);
+    if (j.type != "fixed") ++out.n;
+  }
+  return out;
+}
+
+TEST(RobotTree, BranchesOnTheFixedBaseDecouple) {
+  Rng rng(31);
+  Chain c;
+  c.links.push_back(random_link(rng, "world"));
+  const int base = attach(c, rng, "fixed", 0, "base", "fixed_base");
+  int a = base, b = base;
+  for (int k = 0; k < 3; ++k) {
+    a = attach(c, rng, k == 2 ? "prismatic" : "revolute", a, "a_link" + std::to_string(k), "a" + std::to_string(k));
+    b = attach(c, rng, "revolute", b, "b_link" + std::to_string(k), "b" + std::to_string(k));
+  }
+  const TreeCase both = load_tree(c, "branches.urdf", "a_link2");
+  const robot::RobotModel only_a =
+      robot::load_urdf(write_scratch_file("branch_a.urdf", urdf_text(without_branch(c, "b"))));
+  const robot::RobotModel only_b =
+      robot::load_urdf(write_scratch_file("branch_b.urdf", urdf_text(without_branch(c, "a"))));
+  ASSERT_EQ(both.model.data.n, 6);
+  ASSERT_EQ(only_a.data.n, 3);
+  ASSERT_EQ(only_b.data.n, 3);
+  EXPECT_EQ(both.model.joint_names, (std::vector<std::string>{"a0", "a1", "a2", "b0", "b1", "b2"}));
+  Rng r2(32);
+  for (int trial = 0; trial < 3; ++trial) {
+    const Vec q = random_vec(r2, 6, 1.5), qd = random_vec(r2, 6, 2.0), qdd = random_vec(r2, 6, 3.0);
+    const Vec qa = q.head(3), qb = q.tail(3), qda = qd.head(3), qdb = qd.tail(3), qdda = qdd.head(3),
+              qddb = qdd.tail(3);
+    const Mat M = mass(both.model.data, q);
+    EXPECT_EQ(M.topRightCorner(3, 3), Mat::Zero(3, 3));
+    EXPECT_EQ(M.bottomLeftCorner(3, 3), Mat::Zero(3, 3));
+    // Each block is its branch alone: the same operations, so the same bits.
+    EXPECT_LE(rel_err(M.topLeftCorner(3, 3), mass(only_a.data, qa)), 0.0);
+    EXPECT_LE(rel_err(M.bottomRightCorner(3, 3), mass(only_b.data, qb)), 0.0);
+    const Vec tau = rnea_vec(both.model.data, q, qd, &qdd);
+    EXPECT_LE(rel_err(tau.head(3), rnea_vec(only_a.data, qa, qda, &qdda)), 0.0);
+    EXPECT_LE(rel_err(tau.tail(3), rnea_vec(only_b.data, qb, qdb, &qddb)), 0.0);
+    // Negative control: the blocks are not interchangeable (the comparison could fail).
+    EXPECT_GT(rel_err(M.topLeftCorner(3, 3), mass(only_b.data, qa)), 1e-6);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // The iiwa14 fixture (issue acceptance).
 
 std::vector<std::vector<double>> read_rows(const std::string& path) {
@@ -701,15 +1012,189 @@ TEST(RobotUrdf, ErrorsNameTheFileAndTheProblem) {
   EXPECT_EQ(ok.joint_names.front(), "j");
 }
 
-TEST(RobotUrdf, EeFrameCutsTheChain) {
-  const robot::RobotModel m =
-      robot::load_urdf(std::string(KNOT_CONFIGS_DIR) + "/robots/iiwa14_iiwa_grid.urdf", "iiwa_link_4");
-  EXPECT_EQ(m.data.n, 4);
-  EXPECT_EQ(m.frames[static_cast<std::size_t>(m.ee_frame)].name, "iiwa_link_4");
-  EXPECT_EQ(m.frames.size(), 6u);  // base, iiwa_link_0 .. iiwa_link_4
-  EXPECT_EQ(m.frames[0].body, -1);
-  EXPECT_EQ(m.frames[1].body, -1);
-  EXPECT_EQ(m.frames[2].body, 0);
+// Each refused file, made from the valid two-link file by one change: the message names the file,
+// the link or joint, and what is wrong (urdfdom's text where urdfdom found it).
+struct BadUrdf {
+  const char* name;
+  std::string from, to;               // the change to kTwoLinks (revolute)
+  std::vector<std::string> expected;  // substrings of the message
+};
+
+std::string changed(const std::string& from, const std::string& to) {
+  std::string s = two_links("revolute");
+  const std::size_t at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return s.replace(at, from.size(), to);
+}
+
+TEST(RobotUrdf, BadNumbersAndImpossibleBodiesAreRefused) {
+  const std::string mass = "<mass value=\"1\"/>", ixx = "ixx=\"0.1\"",
+                    inertia = "<inertia ixx=\"0.1\" ixy=\"0\" ixz=\"0\" iyy=\"0.1\" iyz=\"0\" izz=\"0.1\"/>";
+  const std::vector<BadUrdf> cases = {
+      {"mass_nan", mass, "<mass value=\"nan\"/>", {"link 'b'", "mass [nan] is not a float"}},
+      {"mass_inf", mass, "<mass value=\"inf\"/>", {"link 'b'", "mass [inf] is not a float"}},
+      {"mass_1e400", mass, "<mass value=\"1e400\"/>", {"link 'b'", "mass [1e400] is not a float"}},
+      {"mass_heavy", mass, "<mass value=\"heavy\"/>", {"link 'b'", "mass [heavy] is not a float"}},
+      {"ixx_abc", ixx, "ixx=\"abc\"", {"link 'b'", "ixx is not a valid double"}},
+      {"origin_two", "<inertial>", "<inertial><origin xyz=\"0 0\"/>", {"link 'b'", "2 elements but 3 expected"}},
+      {"visual_two",
+       "</inertial>",
+       "</inertial><visual><geometry><box size=\"1 1\"/></geometry></visual>",
+       {"link 'b'", "Could not parse visual element"}},
+      {"mass_negative", mass, "<mass value=\"-1\"/>", {"a finite mass >= 0", "mass -1 of link 'b'"}},
+      {"moment_negative", ixx, "ixx=\"-0.1\"", {"principal moments (-0.1, 0.1, 0.1) of link 'b' (a negative moment)"}},
+      {"moment_rotated",
+       inertia,
+       "<inertia ixx=\"0.1\" ixy=\"0.2\" ixz=\"0\" iyy=\"0.1\" iyz=\"0\" izz=\"0.1\"/>",
+       {"principal moments (-0.1, 0.1, 0.3) of link 'b' (a negative moment)"}},
+      {"triangle",
+       inertia,
+       "<inertia ixx=\"0.1\" ixy=\"0\" ixz=\"0\" iyy=\"0.1\" iyz=\"0\" izz=\"0.3\"/>",
+       {"principal moments (0.1, 0.1, 0.3) of link 'b' (the triangle inequality fails)"}},
+      {"zero_range",
+       "lower=\"-1\" upper=\"1\"",
+       "lower=\"0.5\" upper=\"0.5\"",
+       {"type=\"fixed\"", "limits [0.5, 0.5] of joint 'j' (zero range)"}},
+  };
+  for (const BadUrdf& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string path = write_scratch_file(std::string(c.name) + ".urdf", changed(c.from, c.to));
+    std::string key;
+    const std::string msg = error_of([&] { robot::load_urdf(path); }, &key);
+    EXPECT_EQ(key, "model.params.urdf");
+    EXPECT_NE(msg.find(path), std::string::npos) << msg;
+    for (const std::string& e : c.expected) EXPECT_NE(msg.find(e), std::string::npos) << e << " in: " << msg;
+  }
+  // The valid twins load: the file itself, a thin plate on the triangle inequality's boundary, a
+  // point mass, a rotated inertia, and a joint with a tiny but nonzero range.
+  const std::vector<std::pair<std::string, std::string>> fine = {
+      {mass, mass},
+      {inertia, "<inertia ixx=\"0.1\" ixy=\"0\" ixz=\"0\" iyy=\"0.1\" iyz=\"0\" izz=\"0.2\"/>"},
+      {inertia, "<origin xyz=\"0.1 0 0\"/><inertia ixx=\"0\" ixy=\"0\" ixz=\"0\" iyy=\"0\" iyz=\"0\" izz=\"0\"/>"},
+      {inertia, "<inertia ixx=\"0.2\" ixy=\"0.05\" ixz=\"0\" iyy=\"0.2\" iyz=\"0\" izz=\"0.1\"/>"},
+      {"lower=\"-1\" upper=\"1\"", "lower=\"0.5\" upper=\"0.5000001\""},
+  };
+  for (const auto& [from, to] : fine) {
+    SCOPED_TRACE(to);
+    const robot::RobotModel m = robot::load_urdf(write_scratch_file("fine.urdf", changed(from, to)));
+    EXPECT_EQ(m.data.n, 1);
+    EXPECT_EQ(m.data.mass[0], 1.0);  // the link kept its inertial
+  }
+}
+
+const char* kThreeLinks = R"(<robot name="r">
+  <link name="base"/>
+  <link name="a"><inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>
+  <link name="b"><inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>
+  <link name="c"><inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>
+  <joint name="ja" type="continuous"><parent link="base"/><child link="a"/></joint>
+  <joint name="jb" type="continuous"><parent link="a"/><child link="b"/></joint>
+  %EXTRA%
+</robot>)";
+
+std::string three_links(const std::string& extra) {
+  std::string s = kThreeLinks;
+  return s.replace(s.find("%EXTRA%"), 7, extra);
+}
+
+TEST(RobotUrdf, LoopsAndCyclesAreRefusedWithTheJointsNamed) {
+  // urdfdom accepts each of these and keeps one parent joint per link.
+  const std::vector<BadUrdf> cases = {
+      {"two_parents",
+       "",
+       R"(<joint name="jc1" type="continuous"><parent link="a"/><child link="c"/></joint>
+        <joint name="jc2" type="continuous"><parent link="b"/><child link="c"/></joint>)",
+       {"link 'c' with two parent joints 'jc1' and 'jc2' (a closed kinematic loop)"}},
+      {"back_to_a",
+       "",
+       R"(<joint name="jc" type="continuous"><parent link="b"/><child link="c"/></joint>
+        <joint name="jd" type="continuous"><parent link="c"/><child link="a"/></joint>)",
+       {"link 'a' with two parent joints 'ja' and 'jd' (a closed kinematic loop)"}},
+      // A cycle cut off from the root: c -> d -> c beside the chain.
+      {"cycle",
+       "",
+       R"(<link name="d"/><joint name="jc" type="continuous"><parent link="d"/><child link="c"/></joint>
+        <joint name="jd" type="continuous"><parent link="c"/><child link="d"/></joint>)",
+       {"joints 'jc' -> 'jd' -> 'jc' form a cycle (link '"}},
+      {"self",
+       "",
+       R"(<joint name="jc" type="continuous"><parent link="b"/><child link="c"/></joint>
+        <joint name="js" type="continuous"><parent link="c"/><child link="c"/></joint>)",
+       {"joint 'js' with link 'c' as both parent and child (a cycle)"}},
+  };
+  for (const BadUrdf& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string path = write_scratch_file(std::string(c.name) + ".urdf", three_links(c.to));
+    std::string key;
+    const std::string msg = error_of([&] { robot::load_urdf(path, "b"); }, &key);
+    EXPECT_EQ(key, "model.params.urdf");
+    EXPECT_NE(msg.find(path), std::string::npos) << msg;
+    for (const std::string& e : c.expected) EXPECT_NE(msg.find(e), std::string::npos) << e << " in: " << msg;
+  }
+  // The valid twin: c on a as a branch beside b; all three joints are modeled.
+  const robot::RobotModel m = robot::load_urdf(
+      write_scratch_file(
+          "branch.urdf",
+          three_links(R"(<joint name="jc" type="continuous"><parent link="a"/><child link="c"/></joint>)")),
+      "b");
+  EXPECT_EQ(m.joint_names, (std::vector<std::string>{"ja", "jb", "jc"}));
+  EXPECT_EQ(m.data.parent[2], 0);
+}
+
+// The iiwa with a tool on link 7 and a contact point 4 cm past it, each a fixed child with a mass.
+std::string iiwa_with_contact() {
+  std::ifstream in(std::string(KNOT_CONFIGS_DIR) + "/robots/iiwa14_iiwa_grid.urdf");
+  std::stringstream s;
+  s << in.rdbuf();
+  std::string text = s.str();
+  const std::string tool = R"(  <joint name="iiwa_joint_ee" type="fixed">
+    <parent link="iiwa_link_7"/><child link="iiwa_link_ee"/><origin rpy="0.3 0 1.2" xyz="0 0 0.1"/>
+  </joint>
+  <link name="iiwa_link_ee">
+    <inertial><origin xyz="0.01 0 0.02"/><mass value="0.5"/><inertia ixx="0.001" ixy="0" ixz="0" iyy="0.001" iyz="0" izz="0.001"/></inertial>
+  </link>
+  <joint name="contact_joint" type="fixed">
+    <parent link="iiwa_link_ee"/><child link="contact"/><origin xyz="0 0 0.04"/>
+  </joint>
+  <link name="contact"/>
+)";
+  text.insert(text.find("  <transmission"), tool);
+  return text;
+}
+
+TEST(RobotUrdf, EeFrameIsTheNamedLinkNotItsFixedChildren) {
+  const std::string path = write_scratch_file("iiwa_contact.urdf", iiwa_with_contact());
+  const robot::RobotModel m = robot::load_urdf(path, "iiwa_link_7");
+  EXPECT_EQ(m.data.n, 7);
+  const robot::Frame& ee = m.frames[static_cast<std::size_t>(m.ee_frame)];
+  EXPECT_EQ(ee.name, "iiwa_link_7");
+  EXPECT_EQ(ee.body, 6);
+  // At MPCGPU's rows the frame's origin is MPCGPU's end-effector position (tests/data/README.md) ...
+  const auto traj = read_rows(std::string(KNOT_TEST_DATA_DIR) + "/mpcgpu_0_0_traj.csv");
+  const auto eepos = read_rows(std::string(KNOT_TEST_DATA_DIR) + "/mpcgpu_0_0_eepos.traj");
+  auto w = std::make_unique<robot::Workspace<double>>();
+  for (std::size_t k : {0u, 100u, 400u}) {
+    robot::forward_kinematics(m.data, traj[k].data(), *w);
+    Vec3 p, contact = Vec3::Constant(knot::test::kNaN);
+    robot::point_position(*w, ee.body, ee.p, p.data());
+    for (int i = 0; i < 3; ++i) EXPECT_NEAR(p(i), eepos[k][static_cast<std::size_t>(i)], 1e-5) << "row " << k;
+    // ... and the contact frame, which the reader used to return, is 10 cm and 4 cm further on.
+    for (const robot::Frame& f : m.frames)
+      if (f.name == "contact") robot::point_position(*w, f.body, f.p, contact.data());
+    const Mat3 R7 = Eigen::Map<const Mat3>(w->R[6]);
+    const Vec3 expected = p + R7 * (Vec3(0, 0, 0.1) + rpy_matrix(Vec3(0.3, 0, 1.2)) * Vec3(0, 0, 0.04));
+    EXPECT_LE((contact - expected).norm(), 1e-12);
+    EXPECT_GT((contact - p).norm(), 0.1);
+  }
+  // Without ee_frame the end effector is the single leaf, the contact point.
+  const robot::RobotModel leaf = robot::load_urdf(path);
+  EXPECT_EQ(leaf.frames[static_cast<std::size_t>(leaf.ee_frame)].name, "contact");
+  // ee_frame selects a frame and no longer cuts the chain: every joint stays in the model.
+  const robot::RobotModel mid = robot::load_urdf(path, "iiwa_link_4");
+  EXPECT_EQ(mid.data.n, 7);
+  EXPECT_EQ(mid.frames[static_cast<std::size_t>(mid.ee_frame)].name, "iiwa_link_4");
+  EXPECT_EQ(mid.frames[static_cast<std::size_t>(mid.ee_frame)].body, 3);
+  EXPECT_EQ(mid.frames.size(), 11u);  // base, iiwa_link_0 .. iiwa_link_7, iiwa_link_ee, contact
 }
 
 }  // namespace

@@ -48,6 +48,8 @@ class ConstraintTerm {
   // (whose dg/dx is zero and which does not know nx) leaves gx, to the caller.
   virtual void jacobian(const StagePoint& p, double* g, double* gx, double* gu) const = 0;
   virtual const BoxBounds* box() const { return nullptr; }
+  // The frame (index in the model's Kinematics) an end-effector term reads; -1 for other terms.
+  virtual int frame() const { return -1; }
 
  protected:
   TermInfo info_;
@@ -106,6 +108,7 @@ class EndEffectorHeight final : public ConstraintTerm {
                     double z_min);
   std::string_view type() const override { return "end_effector_height"; }
   bool uses_control() const override { return false; }
+  int frame() const override { return frame_; }
   int dim() const override { return 1; }
   void evaluate(const StagePoint& p, double* g) const override;
   void jacobian(const StagePoint& p, double* g, double* gx, double* gu) const override;
@@ -123,6 +126,7 @@ class EndEffectorBox final : public ConstraintTerm {
                  std::array<double, 3> lower, std::array<double, 3> upper);
   std::string_view type() const override { return "end_effector_box"; }
   bool uses_control() const override { return false; }
+  int frame() const override { return frame_; }
   int dim() const override;
   void evaluate(const StagePoint& p, double* g) const override;
   void jacobian(const StagePoint& p, double* g, double* gx, double* gu) const override;

@@ -50,6 +50,8 @@ class CostTerm {
   // The tracking reference, for terms that have one (MPC updates it between solves).
   virtual const Reference* reference() const { return nullptr; }
   virtual void set_reference(Reference ref);  // throws std::invalid_argument on a dim mismatch
+  // The frame (index in the model's Kinematics) an end-effector term reads; -1 for other terms.
+  virtual int frame() const { return -1; }
 
  protected:
   double scale(const StagePoint& p) const { return info_.scale_by_dt ? p.dt : 1.0; }
@@ -99,6 +101,7 @@ class EndEffectorCost final : public CostTerm {
   double accumulate(const StagePoint& p, const CostBlocks& out) const override;
   const Reference* reference() const override { return &ref_; }
   void set_reference(Reference ref) override;
+  int frame() const override { return frame_; }
 
  private:
   std::shared_ptr<const Model> model_;

@@ -35,6 +35,8 @@ class Kinematics {
   virtual std::string frame_name(int frame) const = 0;
   // Index of a frame (URDF link) by name; nullopt when unknown.
   virtual std::optional<int> frame_index(std::string_view name) const = 0;
+  // The frame an end-effector term without `frame` reads (a manipulator's ee_frame).
+  virtual int default_frame() const { return frame_count() - 1; }
   // World position p of the point `offset` (frame coordinates) on `frame` at state x; J (3 x nx,
   // column-major) is dp/dx when not null.
   virtual void frame_position(ModelData& data, const double* x, int frame, const std::array<double, 3>& offset,

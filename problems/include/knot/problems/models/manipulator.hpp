@@ -1,7 +1,8 @@
-// Serial manipulator from a URDF file (fixed base; revolute, prismatic and fixed joints).
-// State x = [q; qd] (nq = number of moving joints), control u = joint efforts.
+// Fixed-base manipulator from a URDF file: a tree of revolute, continuous, prismatic and fixed
+// joints (robot/urdf.hpp says what a file may contain). State x = [q; qd] over every moving joint
+// in the reader's depth-first order (nq = number of moving joints), control u = joint efforts.
 // Parameters: urdf (path), gravity (3-vector, m/s^2, default [0, 0, -9.81]), ee_frame (link name,
-// default the single leaf of the link tree).
+// default the single leaf of the link tree): the frame end-effector terms read when they name none.
 //
 //   q' = qd,   qd' = qdd = M(q)^-1 (u - c(q, qd))      (robot/dynamics.hpp; joint damping ignored)
 //   fx = [[0, I], [dqdd/dq, dqdd/dqd]],   fu = [[0], [M^-1]]   (analytic RNEA derivatives)
@@ -49,6 +50,7 @@ class Manipulator final : public Model, public Kinematics {
   int frame_count() const override { return static_cast<int>(robot_.frames.size()); }
   std::string frame_name(int frame) const override;
   std::optional<int> frame_index(std::string_view name) const override;
+  int default_frame() const override { return robot_.ee_frame; }
   void frame_position(ModelData& data, const double* x, int frame, const std::array<double, 3>& offset, double* p,
                       double* J) const override;
 

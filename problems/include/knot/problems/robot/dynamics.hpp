@@ -1,9 +1,10 @@
-// Rigid-body dynamics of a serial chain (RobotData): kinematics, point Jacobians, inverse dynamics,
-// mass matrix, forward dynamics and their exact first derivatives. Templates on the scalar, callable
-// on the host and in device code (KNOT_HD); all scratch lives in a caller-owned Workspace<T>, and
-// nothing allocates.
+// Rigid-body dynamics of a fixed-base kinematic tree (RobotData; a serial chain is the tree with
+// parent(i) = i - 1): kinematics, point Jacobians, inverse dynamics, mass matrix, forward dynamics and
+// their exact first derivatives. Templates on the scalar, callable on the host and in device code
+// (KNOT_HD); all scratch lives in a caller-owned Workspace<T>, and nothing allocates.
 //
-// Equations (n joints, chain order, j <= i means "j is i or an ancestor of i"):
+// Equations (n joints, parents numbered before children; p = parent(i); j <= i means "j is i or an
+// ancestor of i", j < i a strict ancestor; sub(i) is i and its descendants):
 //   inverse dynamics   tau = M(q) qdd + c(q, qd)      (c holds Coriolis, centrifugal and gravity)
 //   forward dynamics   qdd = M(q)^-1 (tau - c(q, qd))
 //   derivatives        dqdd/dq = -M^-1 dtau/dq,  dqdd/dqd = -M^-1 dtau/dqd,  dqdd/dtau = M^-1
@@ -14,24 +15,28 @@
 // [a; p x a] for a revolute joint with world axis a through p, [0; a] for a prismatic one.
 //
 // Recursive Newton-Euler (RNEA) with gravity as a base acceleration a_{-1} = [0; -g]:
-//   v_i = v_{i-1} + S_i qd_i,   a_i = a_{i-1} + S_i qdd_i + (v_i x S_i) qd_i
-//   f_i = I_i a_i + v_i x* I_i v_i,   F_i = sum_{m >= i} f_m,   tau_i = S_i' F_i
-// Mass matrix (composite rigid body): IC_i = sum_{m >= i} I_m, M_ij = S_i' IC_max(i,j) S_j.
+//   v_i = v_p + S_i qd_i,   a_i = a_p + S_i qdd_i + (v_i x S_i) qd_i
+//   f_i = I_i a_i + v_i x* I_i v_i,   F_i = sum_{m in sub(i)} f_m,   tau_i = S_i' F_i
+// Mass matrix (composite rigid body): IC_i = sum_{m in sub(i)} I_m; M_ij = S_i' IC_i S_j for j <= i,
+// its transpose for i < j, and 0 when neither is an ancestor of the other (separate branches).
+// The subtree sums F, IC (and BC below) are accumulated from the children, leaves first.
 //
 // Derivatives, in the spirit of Carpentier and Mansard, "Analytical derivatives of rigid body
 // dynamics algorithms" (RSS 2018), as a world-frame recursion of our own derivation. Moving q_j
-// displaces bodies m >= j rigidly by the twist S_j; the parent's motion (v_p, a_p, p = j-1) does not
-// move, which leaves per joint
+// displaces the bodies of sub(j) rigidly by the twist S_j; the parent's motion (v_p, a_p, p =
+// parent(j)) does not move, which leaves per joint
 //   u_j = S_j x v_p,   e_j = -S_j x a_p + u_j x v_p
 // and per body the (non-symmetric) 6 x 6 operator
-//   B_m y = I_m (v_m x y) - y x* (I_m v_m) - v_m x* (I_m y),   BC_i = sum_{m >= i} B_m.
-// Then for i >= j, dF_i/dq_j = S_j x* F_i + IC_i e_j + BC_i u_j and dF_i/dqd_j = -BC_i S_j - 2 IC_i u_j
-// (for i < j, F_i changes as F_j does), and dS_i/dq_j = S_j x S_i cancels against S_j x* F_i:
+//   B_m y = I_m (v_m x y) - y x* (I_m v_m) - v_m x* (I_m y),   BC_i = sum_{m in sub(i)} B_m.
+// Then for j <= i, dF_i/dq_j = S_j x* F_i + IC_i e_j + BC_i u_j and dF_i/dqd_j = -BC_i S_j - 2 IC_i u_j;
+// for i < j, F_i changes as F_j does; otherwise F_i does not depend on joint j. dS_i/dq_j = S_j x S_i
+// (j <= i) cancels against S_j x* F_i:
 //   dtau_i/dq_j  = (IC_i S_i)' e_j + (BC_i' S_i)' u_j           j <= i
-//                = S_i' (S_j x* F_j + IC_j e_j + BC_j u_j)        j >  i
+//                = S_i' (S_j x* F_j + IC_j e_j + BC_j u_j)        i <  j
 //   dtau_i/dqd_j = -(BC_i' S_i)' S_j - 2 (IC_i S_i)' u_j        j <= i
-//                = S_i' (-BC_j S_j - 2 IC_j u_j)                  j >  i
-// One forward and one backward sweep, O(n^2) for the matrices.
+//                = S_i' (-BC_j S_j - 2 IC_j u_j)                  i <  j
+// and both are 0 for joints on separate branches. One forward and one backward sweep, O(n^2) for
+// the matrices.
 //
 // Matrices are column-major with a leading dimension (so a caller can write straight into a block of
 // a larger Jacobian). Rotations are 3 x 3 column-major.
@@ -59,7 +64,9 @@ struct Workspace {
   T u[kMaxJoints][6], e[kMaxJoints][6];          // per-joint derivative terms (see top)
   T alpha[kMaxJoints][6], beta[kMaxJoints][6];   // IC_i S_i, BC_i' S_i
   T gamma[kMaxJoints][6], delta[kMaxJoints][6];  // dF_i/dq_i and dF_i/dqd_i
-  T I[36], IC[36], BC[36];                       // body, composite inertia, composite B (6 x 6)
+  T I[36];                                       // body inertia (6 x 6)
+  T F[kMaxJoints][6];                            // subtree force sums
+  T IC[kMaxJoints][36], BC[kMaxJoints][36];      // subtree inertia and B sums (6 x 6)
   T L[kMaxJoints * kMaxJoints];                  // M, then its Cholesky factor (n x n, ld n)
   T c[kMaxJoints];                               // bias forces c(q, qd)
   T dq[kMaxJoints * kMaxJoints], dqd[kMaxJoints * kMaxJoints];  // dtau/dq, dtau/dqd (ld n)
@@ -174,6 +181,9 @@ KNOT_HD void body_inertia(const RobotData& r, int i, const Workspace<T>& w, T* I
     }
 }
 
+// True when body j is i or an ancestor of i.
+KNOT_HD bool above(const RobotData& r, int j, int i) { return ((r.ancestors[i] >> j) & 1u) != 0; }
+
 // The sweeps shared by every routine; forward_kinematics must have run. qdd may be null (zero).
 // Writes tau (if non-null), M (if non-null) and, when kDerivatives, dtau/dq and dtau/dqd.
 template <bool kDerivatives, class T>
@@ -183,8 +193,9 @@ KNOT_HD void rnea_sweeps(const RobotData& r, const T* qd, const T* qdd, T* tau, 
   const T a0[6] = {T(0), T(0), T(0), -T(r.gravity[0]), -T(r.gravity[1]), -T(r.gravity[2])};
   const T zero6[6] = {T(0), T(0), T(0), T(0), T(0), T(0)};
   for (int i = 0; i < n; ++i) {
-    const T* vp = i == 0 ? zero6 : w.v[i - 1];
-    const T* ap = i == 0 ? a0 : w.a[i - 1];
+    const int p = r.parent[i];
+    const T* vp = p < 0 ? zero6 : w.v[p];
+    const T* ap = p < 0 ? a0 : w.a[p];
     const T* S = w.S[i];
     const T qdd_i = qdd != nullptr ? qdd[i] : T(0);
     for (int k = 0; k < 6; ++k) w.v[i][k] = vp[k] + S[k] * qd[i];
@@ -200,24 +211,20 @@ KNOT_HD void rnea_sweeps(const RobotData& r, const T* qd, const T* qdd, T* tau, 
     }
   }
 
-  T F[6] = {T(0), T(0), T(0), T(0), T(0), T(0)};
-  for (int k = 0; k < 36; ++k) {
-    w.IC[k] = T(0);
-    if constexpr (kDerivatives) w.BC[k] = T(0);
-  }
   for (int i = n - 1; i >= 0; --i) {
     body_inertia(r, i, w, w.I);
     const T* S = w.S[i];
+    T* F = w.F[i];
+    T* IC = w.IC[i];
+    T* BC = w.BC[i];
     T h[6], Ia[6], vxh[6];
     mv6(w.I, w.v[i], h);
     mv6(w.I, w.a[i], Ia);
     crf(w.v[i], h, vxh);
-    for (int k = 0; k < 6; ++k) F[k] += Ia[k] + vxh[k];
-    if (tau != nullptr) tau[i] = dot6(S, F);
-    for (int k = 0; k < 36; ++k) w.IC[k] += w.I[k];
-    mv6(w.IC, S, w.alpha[i]);
+    for (int k = 0; k < 6; ++k) F[k] = Ia[k] + vxh[k];
+    for (int k = 0; k < 36; ++k) IC[k] = w.I[k];
     if constexpr (kDerivatives) {
-      // BC += B_i, one column B_i y_c per unit vector y_c.
+      // B_i, one column B_i y_c per unit vector y_c.
       for (int col = 0; col < 6; ++col) {
         T y[6] = {T(0), T(0), T(0), T(0), T(0), T(0)};
         y[col] = T(1);
@@ -227,15 +234,27 @@ KNOT_HD void rnea_sweeps(const RobotData& r, const T* qd, const T* qdd, T* tau, 
         crf(y, h, yh);
         mv6(w.I, y, Iy);
         crf(w.v[i], Iy, vIy);
-        for (int k = 0; k < 6; ++k) w.BC[k + 6 * col] += Ivy[k] - yh[k] - vIy[k];
+        for (int k = 0; k < 6; ++k) BC[k + 6 * col] = Ivy[k] - yh[k] - vIy[k];
       }
-      mtv6(w.BC, S, w.beta[i]);
+    }
+    // The children's subtrees (numbered after i, so already summed).
+    for (int c = i + 1; c < n; ++c) {
+      if (r.parent[c] != i) continue;
+      for (int k = 0; k < 6; ++k) F[k] += w.F[c][k];
+      for (int k = 0; k < 36; ++k) IC[k] += w.IC[c][k];
+      if constexpr (kDerivatives)
+        for (int k = 0; k < 36; ++k) BC[k] += w.BC[c][k];
+    }
+    if (tau != nullptr) tau[i] = dot6(S, F);
+    mv6(IC, S, w.alpha[i]);
+    if constexpr (kDerivatives) {
+      mtv6(BC, S, w.beta[i]);
       T SF[6], ICe[6], BCu[6], BCS[6], ICu[6];
       crf(S, F, SF);
-      mv6(w.IC, w.e[i], ICe);
-      mv6(w.BC, w.u[i], BCu);
-      mv6(w.BC, S, BCS);
-      mv6(w.IC, w.u[i], ICu);
+      mv6(IC, w.e[i], ICe);
+      mv6(BC, w.u[i], BCu);
+      mv6(BC, S, BCS);
+      mv6(IC, w.u[i], ICu);
       for (int k = 0; k < 6; ++k) {
         w.gamma[i][k] = SF[k] + ICe[k] + BCu[k];
         w.delta[i][k] = -BCS[k] - T(2) * ICu[k];
@@ -245,14 +264,18 @@ KNOT_HD void rnea_sweeps(const RobotData& r, const T* qd, const T* qdd, T* tau, 
 
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < n; ++j) {
-      if (M != nullptr) M[i + j * ldm] = j <= i ? dot6(w.alpha[i], w.S[j]) : dot6(w.alpha[j], w.S[i]);
+      const bool j_above = above(r, j, i), j_below = !j_above && above(r, i, j);
+      if (M != nullptr) M[i + j * ldm] = j_above ? dot6(w.alpha[i], w.S[j]) : j_below ? dot6(w.alpha[j], w.S[i]) : T(0);
       if constexpr (kDerivatives) {
-        if (j <= i) {
+        if (j_above) {
           dq[i + j * ldd] = dot6(w.alpha[i], w.e[j]) + dot6(w.beta[i], w.u[j]);
           dqd[i + j * ldd] = -dot6(w.beta[i], w.S[j]) - T(2) * dot6(w.alpha[i], w.u[j]);
-        } else {
+        } else if (j_below) {
           dq[i + j * ldd] = dot6(w.S[i], w.gamma[j]);
           dqd[i + j * ldd] = dot6(w.S[i], w.delta[j]);
+        } else {
+          dq[i + j * ldd] = T(0);
+          dqd[i + j * ldd] = T(0);
         }
       }
     }
@@ -281,21 +304,22 @@ KNOT_HD void forward_kinematics(const RobotData& r, const T* q, Workspace<T>& w)
   using std::cos;
   using std::sin;
   for (int i = 0; i < r.n; ++i) {
+    const int p = r.parent[i];
     // Joint frame in the world: (Rj, pj) = parent pose * (joint_R, joint_p).
     T Rj[9], pj[3];
     for (int col = 0; col < 3; ++col)
       for (int row = 0; row < 3; ++row) {
         T s = T(0);
         for (int k = 0; k < 3; ++k) {
-          const T Rp = i == 0 ? T(row == k ? 1 : 0) : w.R[i - 1][row + 3 * k];
+          const T Rp = p < 0 ? T(row == k ? 1 : 0) : w.R[p][row + 3 * k];
           s += Rp * T(r.joint_R[i][k + 3 * col]);
         }
         Rj[row + 3 * col] = s;
       }
     for (int row = 0; row < 3; ++row) {
-      T s = i == 0 ? T(0) : w.p[i - 1][row];
+      T s = p < 0 ? T(0) : w.p[p][row];
       for (int k = 0; k < 3; ++k) {
-        const T Rp = i == 0 ? T(row == k ? 1 : 0) : w.R[i - 1][row + 3 * k];
+        const T Rp = p < 0 ? T(row == k ? 1 : 0) : w.R[p][row + 3 * k];
         s += Rp * T(r.joint_p[i][k]);
       }
       pj[row] = s;
@@ -348,13 +372,13 @@ KNOT_HD void point_position(const Workspace<T>& w, int body, const T* offset, T*
 }
 
 // Positional Jacobian d(point)/dq (3 x n, column-major, ld ldj) of the world point x fixed on body
-// `body`: column j is omega_j x x + v_j for j <= body (S_j = [omega_j; v_j]), zero otherwise.
-// After forward_kinematics.
+// `body` (-1: the base): column j is omega_j x x + v_j for j <= body (j is the body or one of its
+// ancestors; S_j = [omega_j; v_j]), zero otherwise. After forward_kinematics.
 template <class T>
 KNOT_HD void point_jacobian(const RobotData& r, const Workspace<T>& w, int body, const T* x, T* J, int ldj) {
   for (int j = 0; j < r.n; ++j) {
     T* col = J + j * ldj;
-    if (j > body) {
+    if (body < 0 || !detail::above(r, j, body)) {
       col[0] = col[1] = col[2] = T(0);
       continue;
     }
