@@ -114,7 +114,7 @@ std::string describe(const Problem& p) {
     << text::format_number(s.tol_complementarity) << "\n             linsys " << s.linsys << ", hessian " << s.hessian
     << ", globalization " << s.globalization << ", pcg_tol " << text::format_number(s.pcg_tol) << ", pcg_max_iter " << s.pcg_max_iter
     << ", regularization " << text::format_number(s.regularization) << ", mu_init " << text::format_number(s.mu_init) << ", verbose "
-    << (s.verbose ? "true" : "false") << "\n";
+    << (s.verbose ? "true" : "false") << ", memory_limit " << text::format_number(s.memory_limit) << " GiB\n";
   const MpcSettings& m = p.mpc;
   o << "mpc          control_rate " << (m.control_rate > 0 ? text::format_number(m.control_rate) + " Hz" : "1/dt") << ", duration "
     << text::format_number(m.duration) << " s, iterations_per_step " << m.iterations_per_step << ", noise_std " << text::format_number(m.noise_std)

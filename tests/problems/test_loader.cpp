@@ -123,6 +123,7 @@ TEST(Loader, MinimalProblemTakesTheDocumentedDefaults) {
   EXPECT_EQ(p.solver.max_iter, s.max_iter);
   EXPECT_EQ(p.solver.linsys, s.linsys);
   EXPECT_EQ(p.solver.tol_stationarity, s.tol_stationarity);
+  EXPECT_EQ(p.solver.memory_limit, 8);  // GiB, as documented
   const MpcSettings m;
   EXPECT_EQ(p.mpc.duration, m.duration);
   EXPECT_EQ(p.mpc.seed, m.seed);
@@ -133,7 +134,7 @@ TEST(Loader, EverySettingIsReadByItsName) {
   const Problem p = from_string(kCartpole + R"(
 solver: {max_iter: 7, time_limit: 0.5, tol_stationarity: 1e-5, tol_feasibility: 2e-5, tol_complementarity: 3e-5,
          linsys: kkt_ldlt, hessian: exact, globalization: none, pcg_tol: 1e-9, pcg_max_iter: 50,
-         regularization: 1e-6, mu_init: 0.5, verbose: true}
+         regularization: 1e-6, mu_init: 0.5, verbose: true, memory_limit: 0.25}
 mpc: {control_rate: 100, duration: 2.5, iterations_per_step: 3, plant_params_scale: [1.1, 0.9],
       disturbances: [{time: 0.5, state_kick: [0, 0.1, 0, 0]}, {time: 1, state_kick: [1, 0, 0, 0]}],
       noise_std: 0.02, seed: 12345678901}
@@ -152,6 +153,7 @@ mpc: {control_rate: 100, duration: 2.5, iterations_per_step: 3, plant_params_sca
   EXPECT_EQ(s.regularization, 1e-6);
   EXPECT_EQ(s.mu_init, 0.5);
   EXPECT_TRUE(s.verbose);
+  EXPECT_EQ(s.memory_limit, 0.25);
   const MpcSettings& m = p.mpc;
   EXPECT_EQ(m.control_rate, 100);
   EXPECT_EQ(m.duration, 2.5);
@@ -611,7 +613,7 @@ TEST(Loader, DescribeShowsTheResolvedProblem) {
         "  [2] terminal: state, stages terminal, scale_by_dt false, weights 1000 I, reference [0, 0, 0, 0]\n",
         "constraints  2\n", "  [0] force_limit: control_box, inequality, 1 row, stages running, u[0] in [-inf, 80]\n",
         "  [1] rail: state_box, inequality, 2 rows, stages all, x[0] in [-1, 1]\n", "solver       max_iter 100,",
-        "mpc          control_rate 1/dt, duration 5 s,"})
+        ", verbose false, memory_limit 8 GiB\n", "mpc          control_rate 1/dt, duration 5 s,"})
     EXPECT_TRUE(contains(d, line)) << "missing: " << line << "\nin:\n" << d;
   // A full weight matrix is reported as such.
   const std::string full = describe(load_problem(kSchema / "valid" / "linear.yaml"));
@@ -658,6 +660,34 @@ TEST(Loader, DiagonalWeightEntriesAreCheckedWhereTheyAre) {
             "test.yaml:6:39: costs[0].weights[2]: expected a number >= 0, found -3");
   EXPECT_EQ(error_of(kCartpole + "costs: [{type: state, weights: [1, .nan, 3, 4]}]\n"),
             "test.yaml:6:36: costs[0].weights[1]: expected a number >= 0, found .nan");
+}
+
+// Running out of memory while loading is a ProblemError naming the file, at every allocation.
+TEST(Loader, AllocationFailureNamesTheFile) {
+  const std::string yaml = kCartpole + "costs: [{type: state, weights: [1, 2, 3, 4]}, {type: control, weights: 1}]\n";
+  const std::string name = "test.yaml";
+  const fs::path dir = kSchema / "valid";
+  const auto load = [&] { load_problem_from_string(yaml, name, dir); };
+  load();  // first-use statics (the model registry) out of the count
+  const long total = knot::test::allocations_during(load);
+  ASSERT_GT(total, 10);
+  int reported = 0;
+  for (long k = 0; k < total; k += 1 + total / 64) {
+    try {
+      const bool reached = knot::test::failing_allocation(k, load);
+      ADD_FAILURE() << "allocation " << k << (reached ? " failed and the load succeeded" : " was never made");
+    } catch (const ProblemError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "test.yaml: <document>: expected a problem file that fits in memory, found an allocation that failed "
+                "while loading it (std::bad_alloc)");
+      ++reported;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "allocation " << k << ": " << e.what();
+    }
+  }
+  EXPECT_GE(reported, 10);
+  // Negative control: without an injected failure it loads.
+  EXPECT_FALSE(knot::test::failing_allocation(total, load));
 }
 
 // --- hostile documents -------------------------------------------------------------------------
