@@ -1,4 +1,5 @@
 // describe(): the resolved problem as `knot check` prints it.
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <sstream>
@@ -34,39 +35,22 @@ std::string names(const std::vector<std::string>& v) {
   return out.empty() ? "(none)" : out;
 }
 
-// The weight matrix of a quadratic term, read back from its Gauss-Newton Hessian at the origin
-// (H = W for state, control and control-rate residuals, with dt scaling off).
-std::string weights(const Problem& p, const CostTerm& c) {
-  const std::string_view type = c.type();
-  const bool state = type == "state";
-  const bool control = type == "control" || type == "control_rate";
-  if (!state && !control) return "weights 3x3 (not shown)";
-  const int n = state ? p.nx() : p.nu();
-  const std::size_t un = static_cast<std::size_t>(n);
-  std::vector<double> x(static_cast<std::size_t>(p.nx()), 0.0), u(static_cast<std::size_t>(p.nu()), 0.0),
-      u_prev = u, H(un * un, 0.0);
-  auto data = p.model->make_data();
-  StagePoint pt;
-  pt.k = 0;
-  pt.N = p.horizon.N;
-  pt.dt = 1.0;
-  pt.x = x.data();
-  pt.u = u.data();
-  pt.u_prev = u_prev.data();
-  pt.data = data.get();
-  CostBlocks blocks;
-  (state ? blocks.Hxx : blocks.Huu) = H.data();
-  c.accumulate(pt, blocks);
-  bool diagonal = true, scalar = true;
-  for (std::size_t i = 0; i < un; ++i)
-    for (std::size_t j = 0; j < un; ++j) {
-      if (i != j && H[j * un + i] != 0) diagonal = scalar = false;
-      if (i == j && H[i * un + i] != H[0]) scalar = false;
-    }
+// A term's weight in the form it was given: "w I", "diag [...]" or "full n x n, diag [...]". Never
+// expands a Scalar or Diagonal weight (a 65536-dimensional identity prints as one number).
+std::string weights(const CostTerm& c) {
+  const Weight* W = c.weight();
+  if (W == nullptr) return "weights (none)";
+  switch (W->form()) {
+    case Weight::Form::Scalar:
+      return "weights " + text::format_number(W->values()[0]) + " I";
+    case Weight::Form::Diagonal:
+      return "weights diag " + list(W->values());
+    case Weight::Form::Dense:
+      break;
+  }
+  const int n = W->dim();
   std::vector<double> diag;
-  for (std::size_t i = 0; i < un; ++i) diag.push_back(H[i * un + i]);
-  if (n > 0 && scalar) return "weights " + text::format_number(H[0]) + " I";
-  if (diagonal) return "weights diag " + list(diag);
+  for (int i = 0; i < n; ++i) diag.push_back((*W)(i, i));
   return "weights full " + std::to_string(n) + "x" + std::to_string(n) + ", diag " + list(diag);
 }
 
@@ -117,7 +101,7 @@ std::string describe(const Problem& p) {
   for (std::size_t i = 0; i < p.costs.size(); ++i) {
     const CostTerm& c = *p.costs[i];
     o << "  [" << i << "] " << c.info().name << ": " << c.type() << ", stages " << to_string(c.info().stages)
-      << ", scale_by_dt " << (c.info().scale_by_dt ? "true" : "false") << ", " << weights(p, c);
+      << ", scale_by_dt " << (c.info().scale_by_dt ? "true" : "false") << ", " << weights(c);
     o << frame(p, c.frame());
     if (c.type() != "control_rate") o << ", " << reference(c.reference());
     o << "\n";
@@ -138,7 +122,7 @@ std::string describe(const Problem& p) {
     << text::format_number(s.tol_complementarity) << "\n             linsys " << s.linsys << ", hessian " << s.hessian
     << ", globalization " << s.globalization << ", pcg_tol " << text::format_number(s.pcg_tol) << ", pcg_max_iter " << s.pcg_max_iter
     << ", regularization " << text::format_number(s.regularization) << ", mu_init " << text::format_number(s.mu_init) << ", verbose "
-    << (s.verbose ? "true" : "false") << "\n";
+    << (s.verbose ? "true" : "false") << ", memory_limit " << text::format_number(s.memory_limit) << " GiB\n";
   const MpcSettings& m = p.mpc;
   o << "mpc          control_rate " << (m.control_rate > 0 ? text::format_number(m.control_rate) + " Hz" : "1/dt") << ", duration "
     << text::format_number(m.duration) << " s, iterations_per_step " << m.iterations_per_step << ", noise_std " << text::format_number(m.noise_std)

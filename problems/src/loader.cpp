@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <new>
 #include <optional>
 #include <stdexcept>
 
@@ -275,7 +276,8 @@ SolverSettings read_solver(const MapReader& top) {
   const Node* node = top.find("solver");
   const MapReader r(node, "solver", top.where());
   r.allow_only({"max_iter", "time_limit", "tol_stationarity", "tol_feasibility", "tol_complementarity", "linsys",
-                "hessian", "globalization", "pcg_tol", "pcg_max_iter", "regularization", "mu_init", "verbose"});
+                "hessian", "globalization", "pcg_tol", "pcg_max_iter", "regularization", "mu_init", "verbose",
+                "memory_limit"});
   SolverSettings s;
   const auto number = [&](const char* key, double& v) {
     if (const Node* n = r.find(key)) v = yaml::to_number(*n, r.key_path(key));
@@ -299,6 +301,7 @@ SolverSettings read_solver(const MapReader& top) {
   number("regularization", s.regularization);
   number("mu_init", s.mu_init);
   if (const Node* n = r.find("verbose")) s.verbose = yaml::to_bool(*n, r.key_path("verbose"));
+  number("memory_limit", s.memory_limit);
   if (const auto issue = detail::check(s)) settings_error(r, node, *issue);
   return s;
 }
@@ -369,20 +372,37 @@ Problem load(Node root, Chain chain, const std::string& source, const fs::path& 
   return build(root, source);
 }
 
+// Loading allocates in proportion to the file (weights keep their form, nothing is n x n unless
+// written so), so running out of memory means a file too large for the machine: reported as an
+// error that names it, never a bare std::bad_alloc.
+template <class Name, class Load>
+Problem allocation_boundary(const Name& name, Load&& load_it) {
+  try {
+    return load_it();
+  } catch (const std::bad_alloc&) {
+    throw ProblemError(SourceLocation{fs::path(name).string(), 0, 0}, "", "a problem file that fits in memory",
+                       "an allocation that failed while loading it (std::bad_alloc)");
+  }
+}
+
 }  // namespace
 
 Problem load_problem(const fs::path& file, const std::vector<std::string>& overrides) {
-  const auto source = std::make_shared<const Source>(Source{file.string(), file.parent_path()});
-  const std::string text = yaml::read_file(file, Where{source, 0, 0}, "");
-  Chain chain{{identity(file)}, {file.string()}};
-  return load(yaml::parse(text, source), std::move(chain), file.string(), source->dir, overrides);
+  return allocation_boundary(file, [&] {
+    const auto source = std::make_shared<const Source>(Source{file.string(), file.parent_path()});
+    const std::string text = yaml::read_file(file, Where{source, 0, 0}, "");
+    Chain chain{{identity(file)}, {file.string()}};
+    return load(yaml::parse(text, source), std::move(chain), file.string(), source->dir, overrides);
+  });
 }
 
 Problem load_problem_from_string(std::string_view text, const std::string& name, const fs::path& base_dir,
                                  const std::vector<std::string>& overrides) {
-  const auto source = std::make_shared<const Source>(Source{name, base_dir});
-  Chain chain{{name}, {name}};
-  return load(yaml::parse(text, source), std::move(chain), name, base_dir, overrides);
+  return allocation_boundary(name, [&] {
+    const auto source = std::make_shared<const Source>(Source{name, base_dir});
+    Chain chain{{name}, {name}};
+    return load(yaml::parse(text, source), std::move(chain), name, base_dir, overrides);
+  });
 }
 
 }  // namespace knot::problems

@@ -1,6 +1,5 @@
 #include "loader_terms.hpp"
 
-#include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -110,15 +109,11 @@ const Kinematics& require_kinematics(const Model& model, const Node& type_node, 
 // --- weights -----------------------------------------------------------------------------------
 
 // A number (times the identity), a list of dim numbers (the diagonal) or dim rows of dim numbers
-// (full, symmetric positive semidefinite). Returned as a full column-major matrix.
-std::vector<double> read_weights(const Node& n, const std::string& path, int dim, std::string_view size_name) {
+// (dense, symmetric positive semidefinite), kept in that form. The Weight factory checks it; the
+// symmetry is checked here first to name the offending entry.
+Weight read_weights_checked(const Node& n, const std::string& path, int dim, std::string_view size_name) {
   const std::size_t d = static_cast<std::size_t>(dim);
-  std::vector<double> W(d * d, 0.0);
-  if (n.is_scalar()) {
-    const double w = yaml::to_number(n, path, Range::nonnegative());
-    for (std::size_t i = 0; i < d; ++i) W[i * d + i] = w;
-    return W;
-  }
+  if (n.is_scalar()) return Weight::scalar(dim, yaml::to_number(n, path, Range::nonnegative()));
   const std::string dims = std::to_string(dim);
   const std::string expected = "a number >= 0, a list of " + dims + " numbers >= 0" +
                                (size_name.empty() ? "" : " (" + std::string(size_name) + ")") + " or " + dims +
@@ -126,27 +121,31 @@ std::vector<double> read_weights(const Node& n, const std::string& path, int dim
   if (!n.is_sequence() || n.items.empty()) yaml::fail(n, path, expected);
   if (!n.items[0].is_sequence()) {
     if (n.items.size() != d) yaml::fail(n, path, expected);
-    const std::vector<double> diag = yaml::to_vector(n, path, d, Range::nonnegative());
-    for (std::size_t i = 0; i < d; ++i) W[i * d + i] = diag[i];
-    return W;
+    return Weight::diagonal(yaml::to_vector(n, path, d, Range::nonnegative()));
   }
-  W = yaml::to_matrix(n, path, dim, dim);
-  const Eigen::Map<const Eigen::MatrixXd> M(W.data(), dim, dim);
-  const double scale = std::max(1.0, M.cwiseAbs().maxCoeff());
-  for (int i = 0; i < dim; ++i)
-    for (int j = i + 1; j < dim; ++j)
-      if (std::abs(M(i, j) - M(j, i)) > kMatrixTol * scale) {
+  std::vector<double> W = yaml::to_matrix(n, path, dim, dim);
+  double scale = 1.0;
+  for (double v : W) scale = std::max(scale, std::abs(v));
+  for (std::size_t i = 0; i < d; ++i)
+    for (std::size_t j = i + 1; j < d; ++j) {
+      const double wij = W[i + j * d], wji = W[j + i * d];
+      if (std::abs(wij - wji) > kMatrixTol * scale) {
         const std::string ij = yaml::index_path(yaml::index_path(path, i), j);
-        yaml::fail(n.items[static_cast<std::size_t>(i)].items[static_cast<std::size_t>(j)], ij,
+        yaml::fail(n.items[i].items[j], ij,
                    "a symmetric matrix (equal to " + yaml::index_path(yaml::index_path(path, j), i) + " = " +
-                       yaml::format_number(M(j, i)) + ")",
-                   yaml::format_number(M(i, j)));
+                       yaml::format_number(wji) + ")",
+                   yaml::format_number(wij));
       }
-  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(M, Eigen::EigenvaluesOnly);
-  const double smallest = eig.eigenvalues().minCoeff();
-  if (eig.info() != Eigen::Success || smallest < -kMatrixTol * scale)
-    yaml::fail(n, path, "a positive semidefinite matrix", "smallest eigenvalue " + yaml::format_number(smallest));
-  return W;
+    }
+  return Weight::dense(dim, std::move(W));
+}
+
+Weight read_weights(const Node& n, const std::string& path, int dim, std::string_view size_name) {
+  try {
+    return read_weights_checked(n, path, dim, size_name);
+  } catch (const WeightError& e) {
+    yaml::fail(n, path, e.expected(), e.found());
+  }
 }
 
 // --- references --------------------------------------------------------------------------------
@@ -296,7 +295,7 @@ std::shared_ptr<CostTerm> read_cost(const Node& entry, const std::string& path, 
   const std::array<double, 3> offset = ee ? read_vec3(r, "offset", {0, 0, 0}) : std::array<double, 3>{};
   const std::string weights_expected =
       "weights: a number, a list of " + std::to_string(dim) + " numbers or " + std::to_string(dim) + " rows";
-  std::vector<double> W = read_weights(r.require("weights", weights_expected), r.key_path("weights"), dim, size_name);
+  Weight W = read_weights(r.require("weights", weights_expected), r.key_path("weights"), dim, size_name);
 
   try {
     if (type == "control_rate") return std::make_shared<ControlRateCost>(info, nu, std::move(W));

@@ -51,7 +51,8 @@ std::optional<SettingIssue> check(const SolverSettings& s) {
         positive("tol_complementarity", s.tol_complementarity), one_of("linsys", s.linsys, kLinsysNames),
         one_of("hessian", s.hessian, kHessianNames), one_of("globalization", s.globalization, kGlobalizationNames),
         positive("pcg_tol", s.pcg_tol), at_least_one("pcg_max_iter", s.pcg_max_iter),
-        nonnegative("regularization", s.regularization), positive("mu_init", s.mu_init)})
+        nonnegative("regularization", s.regularization), positive("mu_init", s.mu_init),
+        positive("memory_limit", s.memory_limit)})
     if (issue) return issue;
   return std::nullopt;
 }

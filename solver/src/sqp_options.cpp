@@ -77,6 +77,7 @@ std::string SolverOptions::validate() const {
   if (!(min_step > 0 && min_step < 1)) return bad("min_step must be in (0, 1)", min_step);
   if (!(std::isfinite(penalty_margin) && penalty_margin >= 0)) return bad("penalty_margin must be >= 0", penalty_margin);
   if (!positive(penalty_max)) return bad("penalty_max must be > 0", penalty_max);
+  if (!positive(memory_limit)) return bad("memory_limit must be > 0 (GiB)", memory_limit);
   return {};
 }
 
@@ -95,6 +96,7 @@ SolverOptions from_settings(const problems::SolverSettings& s) {
   o.mu_init = s.mu_init;
   o.reg_init = s.regularization > 0 ? s.regularization : o.reg_init;
   o.verbose = s.verbose;
+  o.memory_limit = s.memory_limit;
 
   if (s.linsys == "auto") o.lq.linsys = Linsys::Auto;
   else if (s.linsys == "riccati") o.lq.linsys = Linsys::Riccati;

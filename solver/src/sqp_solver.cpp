@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <iterator>
+#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -13,8 +15,8 @@ namespace knot::solver {
 namespace {
 
 problems::ProblemError problem_error(const problems::Problem& p, const std::string& key, const std::string& expected,
-                                     const std::string& found) {
-  return problems::ProblemError(problems::SourceLocation{p.source, 0, 0}, key, expected, found);
+                                     const std::string& found, const std::string& hint = {}) {
+  return problems::ProblemError(problems::SourceLocation{p.source, 0, 0}, key, expected, found, hint);
 }
 
 // Rows of one constraint kind per knot, their offsets and storage.
@@ -53,6 +55,36 @@ const SolverOptions& validated(const SolverOptions& o) {
   return o;
 }
 
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// Three digits in the largest binary unit that keeps the number >= 1: "8 GiB", "56.5 GiB",
+// "14.1 TiB", "1 MiB".
+std::string gib(double bytes) {
+  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = bytes;
+  std::size_t u = 0;
+  while (v >= 1024 && u + 1 < std::size(units)) v /= 1024, ++u;
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.3g %s", v, units[u]);
+  return buf;
+}
+
+std::string sizes(const problems::Problem& p) {
+  return "N = " + std::to_string(p.horizon.N) + ", nx = " + std::to_string(p.nx()) + ", nu = " + std::to_string(p.nu());
+}
+
+// The options, once the problem is known to fit in options.memory_limit; checked before the first
+// workspace is allocated.
+const SolverOptions& within_memory_limit(const problems::Problem& p, const SolverOptions& o) {
+  const double need = estimate_workspace_bytes(p, o);
+  if (need > o.memory_limit * kGiB)
+    throw problem_error(p, "solver.memory_limit",
+                        "a problem within the limit of " + gib(o.memory_limit * kGiB) + " of solver workspace",
+                        "one that needs about " + gib(need) + " (" + sizes(p) + ")",
+                        "raise solver.memory_limit, or shorten the horizon or the state");
+  return o;
+}
+
 bool has_rate_cost(const problems::Problem& p) {
   for (const auto& c : p.costs)
     if (c->couples_previous_control()) return true;
@@ -79,7 +111,7 @@ void default_initial_guess(const problems::Problem& problem, std::vector<double>
 
 Solver::Impl::Impl(problems::Problem p, const SolverOptions& options)
     : problem((p.validate(), std::move(p))),
-      opt(validated(options)),
+      opt(within_memory_limit(problem, validated(options))),
       integrator(*problem.model, problem.horizon.integrator),
       lq_solver(make_lq_solver(problem, opt)) {
   nx = problem.nx();
@@ -333,14 +365,62 @@ Status Solver::Impl::solve(int max_steps, bool real_time) {
 
 // ---- Solver: the public face
 
+double estimate_workspace_bytes(const problems::Problem& p, const SolverOptions& o) {
+  if (!p.model || p.horizon.N < 1) return 0;  // Problem::validate rejects it before anything is allocated
+  const double nx = p.nx(), nu = p.nu(), N = p.horizon.N;
+  const bool rate = has_rate_cost(p);
+  const auto lq_data = [&](double n) {  // LqData and LqSolution of state size n
+    return N * n * n + N * n * nu + (N + 1) * n * n + N * nu * nu + N * nu * n + 4 * (N + 1) * (n + nu);
+  };
+  const double nl = nx + (rate ? nu : 0);  // the LQ layer's state size
+  double doubles = lq_data(nx) + (rate ? lq_data(nl) + 2 * (N + 1) * nu * nu : 0);
+  doubles += (N + 1) * nl * nl + N * nu * nu + N * nl * nu + 2 * nl * nl + nl * nu + 2 * (N + 1) * (nl + nu);
+  doubles += 6 * nx * nx + 5 * nx * nu;  // the integrator's sensitivities and LU
+  if (o.hessian == Hessian::Exact) doubles += (nx + nu) * (nx + nu) + nx * nx + nx * nu;
+  double rows = 0;
+  for (const auto& c : p.constraints)
+    for (int k = 0; k <= p.horizon.N; ++k)
+      if (c->active(k, p.horizon.N)) rows += c->dim();
+  doubles += rows * (nx + nu + 8) + 10 * (N + 1) * (nx + nu);  // constraint rows; iterates and trial points
+  return doubles * sizeof(double) + (o.max_iter + 1.0) * sizeof(IterationStats);
+}
+
+namespace {
+
+// Every allocation of construction happens under this boundary: an allocation the estimate did not
+// foresee (or memory the machine does not have) becomes an error that names the problem's size.
+// The sizes are read before `make` moves the problem.
+template <class Make>
+auto allocation_boundary(const problems::Problem& p, const SolverOptions& o, Make&& make) {
+  const int N = p.horizon.N, nx = p.nx(), nu = p.nu();
+  const double estimate = estimate_workspace_bytes(p, o);
+  std::string source;
+  try {
+    source = p.source;
+    return make();
+  } catch (const std::bad_alloc&) {
+    throw problems::ProblemError(problems::SourceLocation{source, 0, 0}, "solver.memory_limit",
+                                 "memory for the solver workspace (about " + gib(estimate) +
+                                     ", N = " + std::to_string(N) + ", nx = " + std::to_string(nx) +
+                                     ", nu = " + std::to_string(nu) + ")",
+                                 "an allocation that failed (std::bad_alloc)");
+  }
+}
+
+}  // namespace
+
+// The options' estimate uses the defaults (the problem's settings are read inside the boundary).
 Solver::Solver(problems::Problem problem) {
-  problem.validate();
-  const SolverOptions options = from_settings(problem.solver);
-  impl_ = std::make_unique<Impl>(std::move(problem), options);
+  impl_ = allocation_boundary(problem, SolverOptions{}, [&] {
+    problem.validate();
+    const SolverOptions options = from_settings(problem.solver);
+    return std::make_unique<Impl>(std::move(problem), options);
+  });
 }
 
 Solver::Solver(problems::Problem problem, const SolverOptions& options)
-    : impl_(std::make_unique<Impl>(std::move(problem), options)) {}
+    : impl_(
+          allocation_boundary(problem, options, [&] { return std::make_unique<Impl>(std::move(problem), options); })) {}
 
 Solver::~Solver() = default;
 Solver::Solver(Solver&&) noexcept = default;

@@ -1,13 +1,13 @@
 // Stages, references and cost terms: gradients against central differences of value(), Gauss-
 // Newton Hessians against J'WJ formed with Eigen (and the exact Hessian where the residual is
 // linear), dt scaling, stage activity, accumulation (+=), validation; each with a negative control.
-#include "knot/problems/cost.hpp"
-
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
+#include "knot/problems/cost.hpp"
 #include "test_models_local.hpp"
 
 namespace {
@@ -108,6 +108,131 @@ TEST(Stage, ReferenceRows) {
   EXPECT_THROW(Reference::per_knot(2, {1, 2, 3}), std::invalid_argument);
   EXPECT_THROW(Reference::per_knot(0, {}), std::invalid_argument);
   EXPECT_THROW(Reference::constant({}), std::invalid_argument);
+}
+
+// ---- weights: the three forms ----
+
+// Each form of a weight against the explicit Eigen matrix it stands for: value, gradient, Hessian
+// contribution, product, entries; the Scalar and Diagonal forms also bitwise against the Dense form
+// of the same matrix (what keeps the results of existing problem files unchanged).
+TEST(Weight, FormsMatchTheDenseMatrix) {
+  const int n = 6;
+  Rng rng(5);
+  const Vec diag = (rng.vector(n).array() + 1.5).matrix();
+  struct Case {
+    Weight W;
+    Mat ref;
+  };
+  const std::vector<Case> cases = {{Weight::scalar(n, 0.7), 0.7 * Mat::Identity(n, n)},
+                                   {Weight::diagonal(vec(diag)), diag.asDiagonal()},
+                                   {Weight::dense(n, vec(rng.spd(n))), Mat()}};
+  const Vec a = rng.vector(n), b = rng.vector(n), v = rng.vector(n);
+  const double s = 0.3;
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    const Weight& W = cases[c].W;
+    const Mat ref = c == 2 ? knot::test::to_mat(W.values(), n, n) : cases[c].ref;
+    const Vec r = a - b;
+    EXPECT_EQ(W.dim(), n);
+    EXPECT_NEAR(W.half_quadratic(a.data(), b.data()), 0.5 * r.dot(ref * r), 1e-14) << c;
+    Vec g = rng.vector(n);
+    const Vec g0 = g;
+    W.add_gradient(a.data(), b.data(), s, g.data());
+    EXPECT_LE(rel_err(g - g0, s * ref * r), 1e-14) << c;
+    Mat H = rng.matrix(n, n);
+    const Mat H0 = H;
+    W.add_to(s, H.data());
+    EXPECT_LE(rel_err(H - H0, s * ref), 1e-15) << c;
+    Vec y(n);
+    W.apply(v.data(), y.data());
+    EXPECT_LE(rel_err(y, ref * v), 1e-14) << c;
+    Mat entries(n, n);
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) entries(i, j) = W(i, j);
+    EXPECT_EQ(rel_err(entries, ref), 0.0) << c;
+    // Negative control: one changed entry of the reference fails the same comparison.
+    Mat wrong = ref;
+    wrong(1, 2) += 1e-6;
+    EXPECT_GT(rel_err(H - H0, s * wrong), 1e-15) << c;
+
+    if (c == 2) continue;
+    // Bitwise: the same matrix written out in full.
+    const Weight D = Weight::dense(n, vec(ref));
+    EXPECT_EQ(W.half_quadratic(a.data(), b.data()), D.half_quadratic(a.data(), b.data())) << c;
+    Vec gd = g0;
+    D.add_gradient(a.data(), b.data(), s, gd.data());
+    EXPECT_TRUE((g.array() == gd.array()).all()) << c;
+    Mat Hd = H0;
+    D.add_to(s, Hd.data());
+    EXPECT_TRUE((H.array() == Hd.array()).all()) << c;
+    Vec yd(n);
+    D.apply(v.data(), yd.data());
+    EXPECT_TRUE((y.array() == yd.array()).all()) << c;
+  }
+}
+
+// Each form is checked for what it can get wrong, and only that: a number, n numbers, or the
+// matrix's symmetry and eigenvalues.
+TEST(Weight, EachFormIsChecked) {
+  const auto error = [](auto&& make) -> std::string {
+    try {
+      make();
+    } catch (const WeightError& e) {
+      return e.what();
+    }
+    return "no exception";
+  };
+  EXPECT_EQ(error([] { Weight::scalar(3, -1); }), "weights: expected finite values >= 0, found -1");
+  EXPECT_EQ(error([] { Weight::scalar(3, NAN); }), "weights: expected finite values >= 0, found nan");
+  EXPECT_EQ(error([] { Weight::scalar(3, INFINITY); }), "weights: expected finite values >= 0, found inf");
+  EXPECT_EQ(error([] { Weight::scalar(0, 1); }), "weights: expected a positive dimension, found 0");
+  EXPECT_EQ(error([] { Weight::diagonal({1, -0.5, 2}); }), "weights: expected finite values >= 0, found -0.5");
+  EXPECT_EQ(error([] { Weight::diagonal({1, NAN}); }), "weights: expected finite values >= 0, found nan");
+  EXPECT_EQ(error([] { Weight::diagonal({}); }), "weights: expected a positive dimension, found 0");
+  EXPECT_EQ(error([] { Weight::dense(2, {1, 0, 0}); }), "weights: expected 4 values (2 x 2), found 3");
+  EXPECT_EQ(error([] {
+              Weight::dense(2, {1, 0.5, 0, 1});
+            }),
+            "weights: expected a symmetric matrix, found |W - W'| = 0.5");
+  EXPECT_EQ(error([] {
+              Weight::dense(2, {1, 0, 0, -1});
+            }),
+            "weights: expected a positive semidefinite matrix, found smallest eigenvalue -1");
+  EXPECT_EQ(error([] { Weight::dense(2, {1, 0, 0, NAN}); }), "weights: expected finite values, found nan");
+  // Negative controls: zero and semidefinite weights are valid.
+  EXPECT_EQ(error([] { Weight::scalar(3, 0); }), "no exception");
+  EXPECT_EQ(error([] { Weight::diagonal({0, 1}); }), "no exception");
+  EXPECT_EQ(error([] { Weight::dense(2, {1, 1, 1, 1}); }), "no exception");
+}
+
+// The form is what is stored: a 65536-dimensional identity is one number, a diagonal n numbers.
+TEST(Weight, KeepsItsForm) {
+  const int n = 1 << 16;
+  const Weight s = Weight::scalar(n, 2);
+  EXPECT_EQ(s.form(), Weight::Form::Scalar);
+  EXPECT_EQ(s.values().size(), 1u);
+  EXPECT_EQ(s(n - 1, n - 1), 2);
+  EXPECT_EQ(s(0, n - 1), 0);
+  const Weight d = Weight::diagonal(std::vector<double>(static_cast<std::size_t>(n), 3.0));
+  EXPECT_EQ(d.form(), Weight::Form::Diagonal);
+  EXPECT_EQ(d.dim(), n);
+  EXPECT_EQ(d.values().size(), static_cast<std::size_t>(n));
+  EXPECT_LE(d.bytes(), sizeof(double) * static_cast<std::size_t>(n));
+  EXPECT_STREQ(to_string(Weight::Form::Scalar), "scalar");
+  EXPECT_STREQ(to_string(Weight::Form::Diagonal), "diagonal");
+  EXPECT_STREQ(to_string(Weight::Form::Dense), "dense");
+  // A cost term on it evaluates in O(n): value and gradient against the closed form.
+  const StateCost c({"big", StageSet::All, false}, n, s, Reference::constant(std::vector<double>(n, 1.0)));
+  EXPECT_EQ(c.weight()->form(), Weight::Form::Scalar);
+  const Vec x = Vec::Zero(n);
+  Vec gx = Vec::Zero(n);
+  CostBlocks blocks;
+  blocks.gx = gx.data();
+  EXPECT_EQ(c.accumulate(point(0, 1, 0.1, x), blocks), 0.5 * 2 * n);
+  EXPECT_EQ(gx.minCoeff(), -2);
+  EXPECT_EQ(gx.maxCoeff(), -2);
+  // Negative control: a term of another dimension is refused.
+  EXPECT_THROW(StateCost({"big", StageSet::All, false}, n - 1, s, Reference::constant(std::vector<double>(n - 1, 1.0))),
+               std::invalid_argument);
 }
 
 // ---- state and control costs: linear residuals ----
@@ -362,6 +487,67 @@ TEST(Cost, StageActivity) {
   }
   EXPECT_FALSE(all.active(N + 1, N));
   EXPECT_FALSE(all.active(-1, N));
+}
+
+// Every term gives bitwise the same value and blocks for a diagonal or scalar weight as for the
+// same matrix written out in full: existing problem files solve exactly as before.
+TEST(Cost, EveryTermGivesTheDenseResultsForEachForm) {
+  Rng rng(8);
+  auto arm = std::make_shared<Arm2>();
+  auto data = arm->make_data();
+  const int nx = 4, nu = 2;
+  const Vec x = rng.vector(nx), u = rng.vector(nu), up = rng.vector(nu);
+  const Vec xr = rng.vector(nx), ur = rng.vector(nu), pr = rng.vector(3);
+  const TermInfo info{"t", StageSet::All, true};
+  const auto forms = [](int n, double seed) {
+    std::vector<double> d(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) d[static_cast<std::size_t>(i)] = seed + 0.37 * i;
+    return std::vector<Weight>{Weight::scalar(n, seed), Weight::diagonal(d)};
+  };
+  const auto full = [](const Weight& W) {
+    Mat m(W.dim(), W.dim());
+    for (int i = 0; i < W.dim(); ++i)
+      for (int j = 0; j < W.dim(); ++j) m(i, j) = W(i, j);
+    return Weight::dense(W.dim(), vec(m));
+  };
+  const StagePoint p = point(1, 5, 0.05, x, &u, &up, data.get());
+  std::size_t compared = 0;
+  for (int term = 0; term < 4; ++term) {
+    const int n = term == 0 ? nx : term == 2 ? 3 : nu;
+    for (const Weight& W : forms(n, 0.8)) {
+      const auto make = [&](const Weight& w) -> std::shared_ptr<CostTerm> {
+        switch (term) {
+          case 0:
+            return std::make_shared<StateCost>(info, nx, w, Reference::constant(vec(xr)));
+          case 1:
+            return std::make_shared<ControlCost>(info, nu, w, Reference::constant(vec(ur)));
+          case 2:
+            return std::make_shared<EndEffectorCost>(info, arm, 1, std::array<double, 3>{0.3, 0, 0}, w,
+                                                     Reference::constant(vec(pr)));
+          default:
+            return std::make_shared<ControlRateCost>(info, nu, w);
+        }
+      };
+      const auto form = make(W), dense = make(full(W));
+      EXPECT_EQ(form->weight()->form(), W.form());
+      EXPECT_EQ(dense->weight()->form(), Weight::Form::Dense);
+      const Added a = accumulate(*form, p, nx, nu), b = accumulate(*dense, p, nx, nu);
+      EXPECT_EQ(a.value, b.value) << term;
+      EXPECT_EQ(form->value(p), dense->value(p)) << term;
+      const auto same = [&](const auto& fa, const auto& fb) {
+        EXPECT_TRUE((fa.array() == fb.array()).all()) << term;
+        compared += fa.cwiseAbs().maxCoeff() == 0.0 ? 0 : 1;
+      };
+      same(a.gx, b.gx), same(a.gu, b.gu), same(a.gp, b.gp), same(a.Hxx, b.Hxx);
+      same(a.Huu, b.Huu), same(a.Hux, b.Hux), same(a.Hpp, b.Hpp), same(a.Hup, b.Hup);
+    }
+  }
+  EXPECT_GE(compared, 12u);  // the blocks compared were written, not all zero
+  // Negative control: a weight differing by 1e-9 in one entry gives a different value.
+  const Weight d = Weight::diagonal({1, 2, 3, 4});
+  const Weight e = Weight::diagonal({1, 2, 3 + 1e-9, 4});
+  const StateCost cd(info, nx, d, Reference::constant(vec(xr))), ce(info, nx, e, Reference::constant(vec(xr)));
+  EXPECT_NE(cd.value(p), ce.value(p));
 }
 
 TEST(Cost, WeightAndReferenceValidation) {

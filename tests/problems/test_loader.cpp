@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "alloc_counter.hpp"
 #include "knot/problems/error.hpp"
 #include "knot/problems/loader.hpp"
 #include "knot/problems/registry.hpp"
@@ -33,6 +34,7 @@ using knot::problems::ProblemError;
 using knot::problems::SolverSettings;
 using knot::problems::StagePoint;
 using knot::problems::StageSet;
+using knot::problems::Weight;
 using knot::test::Mat;
 using knot::test::rel_err;
 using knot::test::Rng;
@@ -121,6 +123,7 @@ TEST(Loader, MinimalProblemTakesTheDocumentedDefaults) {
   EXPECT_EQ(p.solver.max_iter, s.max_iter);
   EXPECT_EQ(p.solver.linsys, s.linsys);
   EXPECT_EQ(p.solver.tol_stationarity, s.tol_stationarity);
+  EXPECT_EQ(p.solver.memory_limit, 8);  // GiB, as documented
   const MpcSettings m;
   EXPECT_EQ(p.mpc.duration, m.duration);
   EXPECT_EQ(p.mpc.seed, m.seed);
@@ -131,7 +134,7 @@ TEST(Loader, EverySettingIsReadByItsName) {
   const Problem p = from_string(kCartpole + R"(
 solver: {max_iter: 7, time_limit: 0.5, tol_stationarity: 1e-5, tol_feasibility: 2e-5, tol_complementarity: 3e-5,
          linsys: kkt_ldlt, hessian: exact, globalization: none, pcg_tol: 1e-9, pcg_max_iter: 50,
-         regularization: 1e-6, mu_init: 0.5, verbose: true}
+         regularization: 1e-6, mu_init: 0.5, verbose: true, memory_limit: 0.25}
 mpc: {control_rate: 100, duration: 2.5, iterations_per_step: 3, plant_params_scale: [1.1, 0.9],
       disturbances: [{time: 0.5, state_kick: [0, 0.1, 0, 0]}, {time: 1, state_kick: [1, 0, 0, 0]}],
       noise_std: 0.02, seed: 12345678901}
@@ -150,6 +153,7 @@ mpc: {control_rate: 100, duration: 2.5, iterations_per_step: 3, plant_params_sca
   EXPECT_EQ(s.regularization, 1e-6);
   EXPECT_EQ(s.mu_init, 0.5);
   EXPECT_TRUE(s.verbose);
+  EXPECT_EQ(s.memory_limit, 0.25);
   const MpcSettings& m = p.mpc;
   EXPECT_EQ(m.control_rate, 100);
   EXPECT_EQ(m.duration, 2.5);
@@ -210,6 +214,14 @@ costs:
     EXPECT_LE(rel_err(q.g, W[i] * r), kTol) << "cost " << i;
     EXPECT_NEAR(q.value, 0.5 * r.dot(W[i] * r), kTol * std::max(1.0, q.value)) << "cost " << i;
   }
+  // Each weight keeps the form it was written in.
+  const Weight::Form forms[] = {Weight::Form::Scalar, Weight::Form::Diagonal, Weight::Form::Dense,
+                                Weight::Form::Diagonal};
+  for (std::size_t i = 0; i < p.costs.size(); ++i) {
+    ASSERT_NE(p.costs[i]->weight(), nullptr);
+    EXPECT_EQ(p.costs[i]->weight()->form(), forms[i]) << "cost " << i;
+  }
+  EXPECT_EQ(p.costs[0]->weight()->values(), (std::vector<double>{2.5}));
   // Negative control: one perturbed weight fails the same comparison.
   Mat wrong = full;
   wrong(1, 3) += 1e-6;
@@ -597,15 +609,85 @@ TEST(Loader, DescribeShowsTheResolvedProblem) {
         "horizon      N 20, dt 0.05 s, T 1 s, integrator semi_implicit_euler\n", "x0           [0, 3.14159, 0, 0]\n",
         "costs        3\n",
         "  [0] track: state, stages all, scale_by_dt false, weights diag [100, 100, 0.1, 0.1], reference 4 rows",
-        "  [1] force: control, stages running, scale_by_dt false, weights 0.01 I, reference 3 rows",
+        "  [1] force: control, stages running, scale_by_dt false, weights diag [0.01], reference 3 rows",
         "  [2] terminal: state, stages terminal, scale_by_dt false, weights 1000 I, reference [0, 0, 0, 0]\n",
         "constraints  2\n", "  [0] force_limit: control_box, inequality, 1 row, stages running, u[0] in [-inf, 80]\n",
         "  [1] rail: state_box, inequality, 2 rows, stages all, x[0] in [-1, 1]\n", "solver       max_iter 100,",
-        "mpc          control_rate 1/dt, duration 5 s,"})
+        ", verbose false, memory_limit 8 GiB\n", "mpc          control_rate 1/dt, duration 5 s,"})
     EXPECT_TRUE(contains(d, line)) << "missing: " << line << "\nin:\n" << d;
   // A full weight matrix is reported as such.
   const std::string full = describe(load_problem(kSchema / "valid" / "linear.yaml"));
   EXPECT_TRUE(contains(full, "weights full 2x2, diag [2, 1]")) << full;
+}
+
+// --- sizes ------------------------------------------------------------------------------------
+
+// A double integrator of dimension 65536 (nx 131072) with a scalar state weight and a diagonal
+// control weight: loading and describing it allocate in proportion to the file, never an n x n
+// weight (32 GiB for the control weight alone).
+TEST(Loader, LargeWeightsKeepTheirFormAndSize) {
+  const int dim = 1 << 16;
+  std::string zeros = "0", ones = "1";
+  for (int i = 1; i < 2 * dim; ++i) zeros += ", 0";
+  for (int i = 1; i < dim; ++i) ones += i == 5 ? ", 3" : ", 1";
+  const std::string yaml = "name: big\nmodel: {type: double_integrator, params: {dim: " + std::to_string(dim) +
+                           "}}\nhorizon: {N: 4, dt: 0.1}\nx0: [" + zeros +
+                           "]\ncosts:\n  - {type: state, weights: 2}\n  - {type: control, weights: [" + ones + "]}\n";
+  Problem p;
+  std::string d;
+  const std::size_t largest = knot::test::largest_allocation_during([&] {
+    p = from_string(yaml);
+    d = describe(p);
+  });
+  // The largest arrays are the text, its parsed list and x0 (tens of bytes per entry of x0); an
+  // n x n weight would be n^2 doubles.
+  EXPECT_LT(largest, std::size_t{64} << 20);
+  ASSERT_EQ(p.costs.size(), 2u);
+  EXPECT_EQ(p.costs[0]->weight()->form(), Weight::Form::Scalar);
+  EXPECT_EQ(p.costs[0]->weight()->values().size(), 1u);
+  EXPECT_EQ(p.costs[1]->weight()->form(), Weight::Form::Diagonal);
+  EXPECT_EQ(p.costs[1]->weight()->values().size(), static_cast<std::size_t>(dim));
+  EXPECT_CONTAINS(d, "weights 2 I");
+  EXPECT_CONTAINS(d, "weights diag [1, 1, 1, 1, 1, 3, 1, 1, 1, 1, 1, 1, ... (65536 in all)]");
+  // Negative control: the measure sees an allocation of that size.
+  EXPECT_GE(knot::test::largest_allocation_during([&] { std::vector<double> big(std::size_t{1} << 24, 1.0); }),
+            std::size_t{128} << 20);
+}
+
+// A bad entry of a diagonal weight is reported at its position, whatever the dimension.
+TEST(Loader, DiagonalWeightEntriesAreCheckedWhereTheyAre) {
+  EXPECT_EQ(error_of(kCartpole + "costs: [{type: state, weights: [1, 2, -3, 4]}]\n"),
+            "test.yaml:6:39: costs[0].weights[2]: expected a number >= 0, found -3");
+  EXPECT_EQ(error_of(kCartpole + "costs: [{type: state, weights: [1, .nan, 3, 4]}]\n"),
+            "test.yaml:6:36: costs[0].weights[1]: expected a number >= 0, found .nan");
+}
+
+// Running out of memory while loading is a ProblemError naming the file, at every allocation.
+TEST(Loader, AllocationFailureNamesTheFile) {
+  const std::string yaml = kCartpole + "costs: [{type: state, weights: [1, 2, 3, 4]}, {type: control, weights: 1}]\n";
+  const std::string name = "test.yaml";
+  const fs::path dir = kSchema / "valid";
+  const auto load = [&] { load_problem_from_string(yaml, name, dir); };
+  load();  // first-use statics (the model registry) out of the count
+  const long total = knot::test::allocations_during(load);
+  ASSERT_GT(total, 10);
+  int reported = 0;
+  for (long k = 0; k < total; k += 1 + total / 64) {
+    try {
+      const bool reached = knot::test::failing_allocation(k, load);
+      ADD_FAILURE() << "allocation " << k << (reached ? " failed and the load succeeded" : " was never made");
+    } catch (const ProblemError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "test.yaml: <document>: expected a problem file that fits in memory, found an allocation that failed "
+                "while loading it (std::bad_alloc)");
+      ++reported;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "allocation " << k << ": " << e.what();
+    }
+  }
+  EXPECT_GE(reported, 10);
+  // Negative control: without an injected failure it loads.
+  EXPECT_FALSE(knot::test::failing_allocation(total, load));
 }
 
 // --- hostile documents -------------------------------------------------------------------------

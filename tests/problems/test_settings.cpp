@@ -42,6 +42,7 @@ TEST(Settings, SolverNamesTheFirstInvalidField) {
       {[](SolverSettings& s) { s.regularization = -1e-8; },
        "regularization must be a finite number >= 0, found -1e-08"},
       {[](SolverSettings& s) { s.mu_init = 0; }, "mu_init must be a finite number > 0, found 0"},
+      {[](SolverSettings& s) { s.memory_limit = -1; }, "memory_limit must be a finite number > 0, found -1"},
       // Two invalid fields: the first in declaration order is named.
       {[](SolverSettings& s) { s.mu_init = 0, s.max_iter = 0; }, "max_iter must be an integer >= 1, found 0"},
   };

@@ -10,6 +10,7 @@
 #include <new>
 
 #include "alloc_counter.hpp"
+#include "knot/problems/error.hpp"
 #include "test_sqp_common.hpp"
 
 namespace knot::test {
@@ -101,6 +102,41 @@ TEST(SqpAlloc, FailingSolvesAllocateNothing) {
   s.set_initial_state(bad);
   EXPECT_EQ(allocations_during([&] { st = s.solve(); }), 0);
   EXPECT_EQ(st, solver::Status::NumericalError);
+}
+
+// An allocation that fails anywhere in construction is a ProblemError naming the workspace and the
+// problem's size, never a bare std::bad_alloc: every allocation of the constructor is failed in turn.
+TEST(SqpAlloc, AllocationFailureInConstructionNamesTheSize) {
+  for (const char* name : {"double_integrator_lqr", "cartpole_swingup_smooth"}) {
+    const problems::Problem p = load_config(name);
+    const solver::SolverOptions o = sqp_options(p);
+    // The Problem is moved in, so that the allocations counted are the constructor's own.
+    problems::Problem q = p;
+    const auto construct = [&] { solver::Solver s(std::move(q), o); };
+    construct();  // first-use statics out of the count
+    q = p;
+    const long total = allocations_during(construct);
+    ASSERT_GT(total, 5) << name;
+    const std::string size = "N = " + std::to_string(p.horizon.N) + ", nx = " + std::to_string(p.nx()) +
+                             ", nu = " + std::to_string(p.nu()) + ")";
+    for (long k = 0; k < total; ++k) {
+      try {
+        q = p;
+        const bool reached = failing_allocation(k, construct);
+        ADD_FAILURE() << name << ": allocation " << k << (reached ? " failed and construction succeeded" : " was never made");
+      } catch (const problems::ProblemError& e) {
+        const std::string m = e.what();
+        EXPECT_NE(m.find("solver.memory_limit: expected memory for the solver workspace (about "), std::string::npos)
+            << m;
+        EXPECT_NE(m.find(size + ", found an allocation that failed (std::bad_alloc)"), std::string::npos) << m;
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << name << ": allocation " << k << ": " << e.what();
+      }
+    }
+    // Negative control: past the last allocation nothing fails.
+    q = p;
+    EXPECT_FALSE(failing_allocation(total, construct)) << name;
+  }
 }
 
 }  // namespace

@@ -35,6 +35,7 @@ TEST(SqpOptions, ValidateNamesTheBadField) {
       {"backtrack", [](SolverOptions& o) { o.backtrack = 1; }},
       {"min_step", [](SolverOptions& o) { o.min_step = 0; }},
       {"penalty_max", [](SolverOptions& o) { o.penalty_max = INFINITY; }},
+      {"memory_limit", [](SolverOptions& o) { o.memory_limit = 0; }},
   };
   for (const auto& [field, spoil] : cases) {
     SolverOptions o;
@@ -60,6 +61,7 @@ TEST(SqpOptions, FromSettingsMapsEveryField) {
   s.regularization = 1e-6;
   s.mu_init = 0.5;
   s.verbose = true;
+  s.memory_limit = 0.5;
   const SolverOptions o = from_settings(s);
   EXPECT_EQ(o.max_iter, 7);
   EXPECT_EQ(o.time_limit, 0.5);
@@ -75,6 +77,7 @@ TEST(SqpOptions, FromSettingsMapsEveryField) {
   EXPECT_EQ(o.mu_init, 0.5);
   EXPECT_DOUBLE_EQ(o.mu_min, 1e-6);  // tol_complementarity / 10
   EXPECT_TRUE(o.verbose);
+  EXPECT_EQ(o.memory_limit, 0.5);
   EXPECT_EQ(o.validate(), "");
 
   for (const char* name : {"auto", "riccati", "pcg", "kkt_ldlt"}) {

@@ -5,6 +5,7 @@
 
 #include <Eigen/Dense>
 #include <cmath>
+#include <cstdio>
 #include <iomanip>
 #include <iostream>
 #include <limits>
@@ -620,6 +621,77 @@ TEST(SqpSolver, ReportsBytesAllocatedAtCreation) {
   // Linear in N: four times the knots, between 3 and 5 times the bytes.
   EXPECT_GT(b.bytes_allocated(), 3 * a.bytes_allocated());
   EXPECT_LT(b.bytes_allocated(), 5 * a.bytes_allocated());
+}
+
+// ---- memory limit ----
+
+// A double integrator of dimension dim (nx = 2 dim, nu = dim), scalar weights.
+problems::Problem double_integrator(int dim, int N, const std::string& solver_section = "") {
+  std::string zeros = "1";
+  for (int i = 1; i < 2 * dim; ++i) zeros += ", 0";
+  return problems::load_problem_from_string(
+      "name: di\nmodel: {type: double_integrator, params: {dim: " + std::to_string(dim) +
+          "}}\nhorizon: {N: " + std::to_string(N) + ", dt: 0.1}\nx0: [" + zeros +
+          "]\ncosts:\n  - {type: state, weights: 1}\n  - {type: control, weights: 0.1}\n" + solver_section,
+      "di.yaml", ".");
+}
+
+std::string construction_error(const problems::Problem& p, const SolverOptions& o) {
+  try {
+    Solver s(p, o);
+  } catch (const problems::ProblemError& e) {
+    return e.what();
+  }
+  return "constructed";
+}
+
+// The constructor compares its estimate with memory_limit before allocating: a problem just over
+// the limit is refused with its size and the limit, one just under it is built and solves.
+TEST(SqpSolver, MemoryLimitRefusesAProblemOverItWithItsSize) {
+  const problems::Problem p = double_integrator(50, 20);
+  SolverOptions o = solver::from_settings(p.solver);
+  const double need = solver::estimate_workspace_bytes(p, o);
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  o.memory_limit = need / gib * (1 - 1e-9);
+  const std::string refused = construction_error(p, o);
+  const std::string head = "di.yaml: solver.memory_limit: expected a problem within the limit of ";
+  const std::string tail = " (N = 20, nx = 100, nu = 50) (raise solver.memory_limit, or shorten the horizon or the state)";
+  EXPECT_EQ(refused.rfind(head, 0), 0u) << refused;
+  EXPECT_NE(refused.find(" MiB of solver workspace, found one that needs about "), std::string::npos) << refused;
+  EXPECT_EQ(refused.substr(refused.size() - std::min(refused.size(), tail.size())), tail) << refused;
+  // Negative control: just over the estimate, it builds and solves.
+  o.memory_limit = need / gib * (1 + 1e-9);
+  Solver s(p, o);
+  EXPECT_EQ(s.solve(), Status::Solved) << s.solution().message();
+  // The estimate is the order of what the constructor allocates (within a factor of two).
+  EXPECT_GT(need, 0.5 * static_cast<double>(s.bytes_allocated()));
+  EXPECT_LT(need, 2.0 * static_cast<double>(s.bytes_allocated()));
+}
+
+// The estimate grows with the LQ state: N (nx + nu)^2 doubles, here a solver workspace far over
+// any machine (dimension 65536, nx = 131072), refused at the default limit without allocating it.
+TEST(SqpSolver, MemoryLimitFromTheProblemFile) {
+  const problems::Problem big = double_integrator(1 << 16, 20);
+  const SolverOptions o = solver::from_settings(big.solver);
+  EXPECT_EQ(o.memory_limit, 8);
+  EXPECT_GT(solver::estimate_workspace_bytes(big, o), 2.0 * 20 * 131072.0 * 131072.0 * 8);
+  const std::string refused = construction_error(big, o);
+  EXPECT_NE(refused.find("solver.memory_limit: expected a problem within the limit of 8 GiB of solver workspace, "
+                         "found one that needs about "),
+            std::string::npos)
+      << refused;
+  EXPECT_NE(refused.find("needs about 14.1 TiB (N = 20, nx = 131072, nu = 65536)"), std::string::npos) << refused;
+  // The key in the file sets the limit: 1 MiB refuses a problem a default limit accepts.
+  const problems::Problem small = double_integrator(50, 20, "solver: {memory_limit: 0.0009765625}\n");
+  EXPECT_EQ(small.solver.memory_limit, 0.0009765625);
+  try {
+    Solver s(small);
+    ADD_FAILURE() << "constructed over the limit";
+  } catch (const problems::ProblemError& e) {
+    EXPECT_NE(std::string(e.what()).find("the limit of 1 MiB of solver workspace"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(construction_error(double_integrator(50, 20), solver::from_settings(small.solver)).rfind("di.yaml", 0), 0u);
+  EXPECT_EQ(construction_error(double_integrator(50, 20), SolverOptions{}), "constructed");  // negative control
 }
 
 }  // namespace

@@ -6,13 +6,15 @@
 //   ControlCost       r = u - u_ref                     W: nu x nu
 //   EndEffectorCost   r = p_frame(x) - p_ref            W: 3 x 3   (models with Kinematics)
 //   ControlRateCost   r = u_k - u_{k-1}                 W: nu x nu (couples consecutive controls)
-// Weights are full symmetric positive semidefinite matrices, column-major.
+// Weights are symmetric positive semidefinite, kept in the form given (cost_weight.hpp); the
+// constructors taking a std::vector take a full column-major matrix (the Dense form).
 #pragma once
 
 #include <array>
 #include <memory>
 #include <vector>
 
+#include "knot/problems/cost_weight.hpp"
 #include "knot/problems/model.hpp"
 #include "knot/problems/stage.hpp"
 
@@ -47,6 +49,9 @@ class CostTerm {
   // Adds gradient and Gauss-Newton Hessian; returns the value.
   virtual double accumulate(const StagePoint& p, const CostBlocks& out) const = 0;
 
+  // The weight matrix in the form it was given, for terms that have one.
+  virtual const Weight* weight() const { return nullptr; }
+
   // The tracking reference, for terms that have one (MPC updates it between solves).
   virtual const Reference* reference() const { return nullptr; }
   virtual void set_reference(Reference ref);  // throws std::invalid_argument on a dim mismatch
@@ -60,45 +65,52 @@ class CostTerm {
 
 class StateCost final : public CostTerm {
  public:
+  StateCost(TermInfo info, int nx, Weight W, Reference ref);
   StateCost(TermInfo info, int nx, std::vector<double> W, Reference ref);
   std::string_view type() const override { return "state"; }
   bool uses_control() const override { return false; }
   double value(const StagePoint& p) const override;
   double accumulate(const StagePoint& p, const CostBlocks& out) const override;
+  const Weight* weight() const override { return &W_; }
   const Reference* reference() const override { return &ref_; }
   void set_reference(Reference ref) override;
 
  private:
   int n_;
-  std::vector<double> W_;
+  Weight W_;
   Reference ref_;
 };
 
 class ControlCost final : public CostTerm {
  public:
+  ControlCost(TermInfo info, int nu, Weight W, Reference ref);
   ControlCost(TermInfo info, int nu, std::vector<double> W, Reference ref);
   std::string_view type() const override { return "control"; }
   bool uses_control() const override { return true; }
   double value(const StagePoint& p) const override;
   double accumulate(const StagePoint& p, const CostBlocks& out) const override;
+  const Weight* weight() const override { return &W_; }
   const Reference* reference() const override { return &ref_; }
   void set_reference(Reference ref) override;
 
  private:
   int n_;
-  std::vector<double> W_;
+  Weight W_;
   Reference ref_;
 };
 
 class EndEffectorCost final : public CostTerm {
  public:
   // Throws std::invalid_argument when the model has no Kinematics or the frame is out of range.
+  EndEffectorCost(TermInfo info, std::shared_ptr<const Model> model, int frame, std::array<double, 3> offset, Weight W,
+                  Reference ref);
   EndEffectorCost(TermInfo info, std::shared_ptr<const Model> model, int frame, std::array<double, 3> offset,
                   std::vector<double> W, Reference ref);
   std::string_view type() const override { return "end_effector"; }
   bool uses_control() const override { return false; }
   double value(const StagePoint& p) const override;
   double accumulate(const StagePoint& p, const CostBlocks& out) const override;
+  const Weight* weight() const override { return &W_; }
   const Reference* reference() const override { return &ref_; }
   void set_reference(Reference ref) override;
   int frame() const override { return frame_; }
@@ -107,22 +119,24 @@ class EndEffectorCost final : public CostTerm {
   std::shared_ptr<const Model> model_;
   int frame_;
   std::array<double, 3> offset_;
-  std::vector<double> W_;
+  Weight W_;
   Reference ref_;
 };
 
 class ControlRateCost final : public CostTerm {
  public:
+  ControlRateCost(TermInfo info, int nu, Weight W);
   ControlRateCost(TermInfo info, int nu, std::vector<double> W);
   std::string_view type() const override { return "control_rate"; }
   bool uses_control() const override { return true; }
   bool couples_previous_control() const override { return true; }
   double value(const StagePoint& p) const override;  // 0 when p.u_prev is null
   double accumulate(const StagePoint& p, const CostBlocks& out) const override;
+  const Weight* weight() const override { return &W_; }
 
  private:
   int n_;
-  std::vector<double> W_;
+  Weight W_;
 };
 
 }  // namespace knot::problems

@@ -22,6 +22,9 @@ struct SolverSettings {
   double regularization = 1e-8;    // initial Hessian regularization when it is needed
   double mu_init = 1e-1;           // initial barrier parameter (interior point)
   bool verbose = false;
+  // GiB the solver may allocate at construction (its estimate of the LQ data and workspaces); a
+  // larger problem is refused with its size before anything is allocated.
+  double memory_limit = 8;
 
   // Names the first invalid field and its value ("max_iter must be >= 1, found 0"); empty if valid.
   std::string validate() const;

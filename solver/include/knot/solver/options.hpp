@@ -74,6 +74,11 @@ struct SolverOptions {
   double penalty_margin = 1e-3;  // merit: penalty nu >= ||multipliers||_inf + penalty_margin
   double penalty_max = 1e12;     // merit: a larger penalty means the constraints cannot be met: Infeasible
 
+  // ---- Memory: GiB the constructor may allocate, by its estimate made before allocating (LQ data
+  // and backend workspace, about 2 N (nx + nu)^2 doubles, and the integrator's); a larger problem
+  // throws problems::ProblemError naming its size and this limit (key solver.memory_limit).
+  double memory_limit = 8;
+
   bool verbose = false;  // for callers (the CLI prints the per-iteration table); solve() never logs
 
   // Names the first invalid field and its value ("max_iter must be >= 1, found 0"); empty if valid.

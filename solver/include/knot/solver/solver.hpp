@@ -57,7 +57,9 @@ class Solver {
   // invalid (Problem::validate: NaN in x0, sizes), a setting is not offered, or a term cannot be
   // treated (control_rate costs, nu = 0); the message names the key.
   explicit Solver(problems::Problem problem);
-  // Throws std::invalid_argument when options.validate() fails, else as above.
+  // Throws std::invalid_argument when options.validate() fails, else as above. Both throw
+  // problems::ProblemError (key solver.memory_limit) when estimate_workspace_bytes exceeds
+  // options.memory_limit, and when an allocation fails (std::bad_alloc never escapes).
   Solver(problems::Problem problem, const SolverOptions& options);
   ~Solver();
   Solver(Solver&&) noexcept;
@@ -110,6 +112,13 @@ class Solver {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Heap bytes a Solver for this problem and these options would allocate at construction, estimated
+// from the sizes alone (nothing is allocated): the LQ data, the LQ backend's workspace (taken as the
+// Riccati recursion's, which the other backends match in order), the integrator's and the exact
+// Hessian's scratch, and the constraint rows. The constructor refuses a problem over
+// options.memory_limit with this figure. A double: a hostile size must not overflow it.
+double estimate_workspace_bytes(const problems::Problem& problem, const SolverOptions& options);
 
 // The default initial guess: x_k = x0 for every knot, u_k = 0. (N+1) nx and N nu values.
 void default_initial_guess(const problems::Problem& problem, std::vector<double>& x, std::vector<double>& u);
