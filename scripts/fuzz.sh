@@ -28,8 +28,6 @@ loader_seconds=$(( seconds - seconds / 3 ))
 urdf_seconds=$(( seconds / 3 ))
 mkdir -p "$build/corpus_loader" "$build/corpus_urdf" "$build/artifacts"
 status=0
-# fuzz/lsan.supp: a leak inside urdfdom (see there); every other leak is still a finding.
-export LSAN_OPTIONS="suppressions=$PWD/fuzz/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 # Per-input limits: a valid document of the maximum size loads in well under a second.
 run() {
   local harness=$1 secs=$2 seeds=$3 dict=$4

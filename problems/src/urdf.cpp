@@ -145,6 +145,7 @@ class Builder {
     if (!in) throw ProblemError(SourceLocation{path_, 0, 0}, key("urdf"), "a readable URDF file", "'" + path_ + "' (no such file or not readable)");
     std::stringstream text;
     text << in.rdbuf();
+    refuse_percent(text.str());
     std::lock_guard<std::mutex> lock(parse_mutex());
     CaptureLog capture;
     urdf::ModelInterfaceSharedPtr model;
@@ -194,6 +195,31 @@ class Builder {
 
  private:
   std::string key(const std::string& k) const { return context_.empty() ? k : context_ + "." + k; }
+
+  // urdfdom hands text from the file to console_bridge as a printf format, so a '%' in a value it
+  // reports ("%s" in an origin, say) would be read as a conversion and crash inside vsnprintf before
+  // any handler of ours sees it. Comments never reach urdfdom's messages and may keep theirs.
+  void refuse_percent(const std::string& text) const {
+    int line = 1, column = 1;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      if (text.compare(i, 4, "<!--") == 0) {
+        const std::size_t end = text.find("-->", i + 4);
+        const std::size_t stop = end == std::string::npos ? text.size() : end + 3;
+        for (; i < stop; ++i) {
+          if (text[i] == '\n') line++, column = 1;
+          else column++;
+        }
+        --i;
+        continue;
+      }
+      if (text[i] == '%')
+        throw ProblemError(SourceLocation{path_, line, column}, key("urdf"),
+                           "a URDF without '%' outside comments (urdfdom would read it as a printf format)",
+                           "'%' at line " + std::to_string(line) + " column " + std::to_string(column) + " of " + path_);
+      if (text[i] == '\n') line++, column = 1;
+      else column++;
+    }
+  }
 
   // Every link but the root has exactly one parent joint and no link is its own ancestor. urdfdom
   // keeps one of a link's parent joints and loses the other without a word, and it accepts a cycle
