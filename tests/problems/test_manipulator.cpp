@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "error_of.hpp"
 #include "knot/problems/error.hpp"
 #include "knot/problems/loader.hpp"
 #include "knot/problems/models/manipulator.hpp"
@@ -23,6 +24,7 @@
 namespace {
 
 using knot::test::scratch_dir;
+using knot::test::error_of;
 using knot::test::write_scratch_file;
 
 using knot::problems::Manipulator;
@@ -237,16 +239,6 @@ std::string iiwa_with_tool() {
   return text;
 }
 
-std::string error_of(const std::function<void()>& f, std::string* key) {
-  try {
-    f();
-  } catch (const ProblemError& e) {
-    *key = e.key_path();
-    return e.what();
-  }
-  return "no error";
-}
-
 TEST(Manipulator, FixedToolFrameIsAnOffsetOnTheLastBody) {
   ParamMap params("model.params");
   params.set("urdf", write_scratch_file("iiwa_tool.urdf", iiwa_with_tool()));
@@ -376,11 +368,11 @@ TEST(Manipulator, EndEffectorTermsWithoutFrameReadEeFrame) {
   EXPECT_GT(std::abs(pc[2] - p7[2]) + std::abs(pc[0] - p7[0]) + std::abs(pc[1] - p7[1]), 0.1);
   // knot check names each term's frame.
   const std::string d = knot::problems::describe(p);
-  EXPECT_NE(d.find("reach: end_effector, stages all, scale_by_dt false, weights 3x3 (not shown), frame iiwa_link_7 "
+  EXPECT_NE(d.find("reach: end_effector, stages all, scale_by_dt false, weights 1 I, frame iiwa_link_7 "
                    "(the model's end effector)"),
             std::string::npos)
       << d;
-  EXPECT_NE(d.find("touch: end_effector, stages all, scale_by_dt false, weights 3x3 (not shown), frame contact,"),
+  EXPECT_NE(d.find("touch: end_effector, stages all, scale_by_dt false, weights 1 I, frame contact,"),
             std::string::npos)
       << d;
   EXPECT_NE(

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "error_of.hpp"
 #include "knot/problems/error.hpp"
 #include "knot/problems/robot/dynamics.hpp"
 #include "knot/problems/robot/urdf.hpp"
@@ -24,6 +25,7 @@
 namespace {
 
 using knot::test::scratch_dir;
+using knot::test::error_of;
 using knot::test::write_scratch_file;
 
 using knot::test::Mat;
@@ -939,16 +941,6 @@ TEST(RobotDynamics, IiwaPowerBalanceAndDerivativesWithGravity) {
 // ---------------------------------------------------------------------------------------------
 // URDF errors.
 
-std::string error_of(const std::function<void()>& f, std::string* key = nullptr) {
-  try {
-    f();
-  } catch (const knot::problems::ProblemError& e) {
-    if (key != nullptr) *key = e.key_path();
-    return e.what();
-  }
-  return "no error";
-}
-
 const char* kTwoLinks = R"(<robot name="r">
   <link name="a"/>
   <link name="b"><inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>
@@ -1055,6 +1047,8 @@ TEST(RobotUrdf, BadNumbersAndImpossibleBodiesAreRefused) {
        "lower=\"-1\" upper=\"1\"",
        "lower=\"0.5\" upper=\"0.5\"",
        {"type=\"fixed\"", "limits [0.5, 0.5] of joint 'j' (zero range)"}},
+      // urdfdom would pass the value to vsnprintf as a format and crash (found by fuzz_urdf).
+      {"percent", "<inertial>", "<inertial><origin xyz=\"%s%s%s 0 0\"/>", {"a URDF without '%'", "'%' at line"}},
   };
   for (const BadUrdf& c : cases) {
     SCOPED_TRACE(c.name);
@@ -1073,6 +1067,7 @@ TEST(RobotUrdf, BadNumbersAndImpossibleBodiesAreRefused) {
       {inertia, "<origin xyz=\"0.1 0 0\"/><inertia ixx=\"0\" ixy=\"0\" ixz=\"0\" iyy=\"0\" iyz=\"0\" izz=\"0\"/>"},
       {inertia, "<inertia ixx=\"0.2\" ixy=\"0.05\" ixz=\"0\" iyy=\"0.2\" iyz=\"0\" izz=\"0.1\"/>"},
       {"lower=\"-1\" upper=\"1\"", "lower=\"0.5\" upper=\"0.5000001\""},
+      {mass, mass + "<!-- 100% of the mass, %s -->"},
   };
   for (const auto& [from, to] : fine) {
     SCOPED_TRACE(to);
