@@ -27,6 +27,8 @@ std::string IpoptOptions::validate() const {
     out << "hessian must be FiniteDifference, GaussNewton or LimitedMemory, found " << static_cast<int>(hessian);
   else if (limited_memory_history < 1)
     out << "limited_memory_history must be >= 1, found " << limited_memory_history;
+  else if (!(std::isfinite(memory_limit) && memory_limit > 0))
+    out << "memory_limit must be a finite number of GiB > 0, found " << memory_limit;
   return out.str();
 }
 

@@ -5,9 +5,13 @@
 #include <IpTNLP.hpp>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <limits>
+#include <new>
 #include <stdexcept>
 #include <string>
 
+#include "knot/problems/error.hpp"
 #include "knot/solver/ipopt.hpp"
 
 namespace knot::solver {
@@ -180,6 +184,40 @@ void check_guess(const std::vector<double>* v, std::size_t expected, const char*
                                 " values, found " + std::to_string(v->size()));
 }
 
+// Refuses, with its size, a problem whose NLP IPOPT could not index or that would not fit in
+// options.memory_limit. Counted in doubles before OcpNlp allocates (a hostile size overflows an
+// int): per knot a dense Lagrangian Hessian triangle of (nx + nu), per interval the dynamics rows
+// [A B -I]; each nonzero kept as a value and a (row, column) pair by OcpNlp and again by IPOPT. A
+// lower bound: path constraints and MUMPS' fill come on top.
+void check_nlp_size(const problems::Problem& p, const IpoptOptions& options) {
+  const double N = p.horizon.N, nx = p.nx(), nu = p.nu(), nz = nx + nu;
+  const double nnz = (N + 1) * nz * (nz + 1) / 2 + N * nx * (nz + 1);
+  const double bytes = 2 * nnz * (sizeof(double) + 2 * sizeof(Index));
+  const std::string sizes = "N = " + std::to_string(p.horizon.N) + ", nx = " + std::to_string(p.nx()) +
+                            ", nu = " + std::to_string(p.nu());
+  const problems::SourceLocation where{p.source, 0, 0};
+  char need[64];
+  if (nnz > static_cast<double>(std::numeric_limits<Index>::max())) {
+    std::snprintf(need, sizeof need, "%.3g", nnz);
+    throw problems::ProblemError(where, "solver.memory_limit",
+                                 "an NLP with at most " + std::to_string(std::numeric_limits<Index>::max()) +
+                                     " nonzeros (IPOPT indexes them with int)",
+                                 std::string("one with about ") + need + " (" + sizes + ")");
+  }
+  if (bytes > options.memory_limit * 1024.0 * 1024.0 * 1024.0) {
+    std::snprintf(need, sizeof need, "%.3g GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+    char limit[64];
+    std::snprintf(limit, sizeof limit, "%.3g GiB", options.memory_limit);
+    throw problems::ProblemError(where, "solver.memory_limit",
+                                 std::string("an NLP within the limit of ") + limit + " for IPOPT",
+                                 std::string("one that needs at least ") + need + " (" + sizes + ")",
+                                 "raise solver.memory_limit, or shorten the horizon or the state");
+  }
+}
+
+IpoptResult solve_checked(const problems::Problem& problem, const IpoptOptions& options,
+                          const std::vector<double>* x_guess, const std::vector<double>* u_guess);
+
 }  // namespace
 
 bool ipopt_available() { return true; }
@@ -187,6 +225,22 @@ bool ipopt_available() { return true; }
 IpoptResult solve_with_ipopt(const problems::Problem& problem, const IpoptOptions& options,
                              const std::vector<double>* x_guess, const std::vector<double>* u_guess) {
   if (const std::string bad = options.validate(); !bad.empty()) throw std::invalid_argument("IpoptOptions: " + bad);
+  check_nlp_size(problem, options);
+  try {
+    return solve_checked(problem, options, x_guess, u_guess);
+  } catch (const std::bad_alloc&) {
+    throw problems::ProblemError(problems::SourceLocation{problem.source, 0, 0}, "solver.memory_limit",
+                                 "memory for IPOPT's NLP (N = " + std::to_string(problem.horizon.N) +
+                                     ", nx = " + std::to_string(problem.nx()) + ", nu = " + std::to_string(problem.nu()) +
+                                     ")",
+                                 "an allocation that failed (std::bad_alloc)");
+  }
+}
+
+namespace {
+
+IpoptResult solve_checked(const problems::Problem& problem, const IpoptOptions& options,
+                          const std::vector<double>* x_guess, const std::vector<double>* u_guess) {
   OcpNlp nlp(problem);
   const int N = nlp.N(), nx = nlp.nx(), nu = nlp.nu();
   const std::size_t xs = static_cast<std::size_t>(N + 1) * nx, us = static_cast<std::size_t>(N) * nu;
@@ -246,5 +300,7 @@ IpoptResult solve_with_ipopt(const problems::Problem& problem, const IpoptOption
   }
   return result;
 }
+
+}  // namespace
 
 }  // namespace knot::solver

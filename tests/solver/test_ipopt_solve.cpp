@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "error_of.hpp"
 #include "knot/problems/error.hpp"
 #include "knot/problems/loader.hpp"
 #include "knot/solver/ipopt.hpp"
@@ -208,6 +209,39 @@ TEST(IpoptSolve, IterationAndTimeLimitsAreStatuses) {
   o.time_limit = 1e-9;  // spent before the first iteration ends
   r = solver::solve_with_ipopt(p, o);
   EXPECT_EQ(r.status, IpoptStatus::TimeLimit) << r.message;
+}
+
+// The NLP's size is checked before anything is allocated for it: over memory_limit, or over the
+// nonzeros IPOPT's int indices count, it is refused with its sizes; just under it, it solves.
+TEST(IpoptSolve, RefusesAnNlpOverTheMemoryLimitWithItsSize) {
+  SKIP_WITHOUT_IPOPT();
+  const Problem p = config("double_integrator_lqr");  // 706 nonzeros, about 22 KiB
+  IpoptOptions o;
+  o.memory_limit = 1e-6;  // about 1 KiB
+  std::string key;
+  const std::string msg = error_of([&] { solver::solve_with_ipopt(p, o); }, &key);
+  EXPECT_EQ(key, "solver.memory_limit");
+  EXPECT_NE(msg.find("double_integrator_lqr.yaml"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("at least 2.1e-05 GiB (N = 50, nx = 2, nu = 1)"), std::string::npos) << msg;
+  o.memory_limit = 1e-4;  // about 105 KiB: the control
+  EXPECT_EQ(solver::solve_with_ipopt(p, o).status, IpoptStatus::Solved);
+
+  // nx 2048, nu 1024, N 400: 4.41e9 nonzeros, more than an int counts, whatever the limit.
+  std::string x0 = "[0";
+  for (int i = 1; i < 2048; ++i) x0 += ", 0";
+  const Problem big = problems::load_problem_from_string(R"(
+name: wide
+model: {type: double_integrator, params: {dim: 1024}}
+horizon: {N: 400, dt: 0.1}
+x0: )" + x0 + R"(]
+costs:
+  - {name: effort, type: control, weights: 1, stage: running}
+)");
+  o.memory_limit = 1e9;
+  const std::string too_many = error_of([&] { solver::solve_with_ipopt(big, o); }, &key);
+  EXPECT_EQ(key, "solver.memory_limit");
+  EXPECT_NE(too_many.find("IPOPT indexes them with int"), std::string::npos) << too_many;
+  EXPECT_NE(too_many.find("about 4.41e+09 (N = 400, nx = 2048, nu = 1024)"), std::string::npos) << too_many;
 }
 
 TEST(IpoptSolve, QuietByDefault) {

@@ -211,6 +211,7 @@ int run_solve(const SolveOptions& opt) {
     solver::IpoptOptions io;
     io.max_iter = std::max(options.max_iter, io.max_iter);
     io.time_limit = options.time_limit;
+    io.memory_limit = options.memory_limit;
     io.print_level = verbose ? 5 : 0;
     solver::IpoptResult r;
     try {

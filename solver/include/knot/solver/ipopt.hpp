@@ -60,6 +60,10 @@ struct IpoptOptions {
   double time_limit = 0;  // wall-clock seconds for the solve; 0 = none
   IpoptHessian hessian = IpoptHessian::FiniteDifference;
   int limited_memory_history = 6;  // L-BFGS pairs kept (IPOPT `limited_memory_max_history`)
+  // GiB. A problem whose NLP (Jacobian and Hessian nonzeros, before MUMPS' fill) would need more,
+  // or more nonzeros than IPOPT's int indices count, is refused with its size (problems::ProblemError,
+  // key solver.memory_limit), as Solver refuses one over SolverOptions::memory_limit.
+  double memory_limit = 8;
 
   // Names the first invalid field and its value; empty when valid.
   std::string validate() const;
