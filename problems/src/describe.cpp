@@ -90,6 +90,7 @@ std::string describe(const Problem& p) {
   }
   o << "model        " << p.model->type() << " (nx " << p.nx() << ", nu " << p.nu() << ", nq " << p.model->nq()
     << (p.model->discrete_time() ? ", discrete time" : "") << ")\n";
+  for (const std::string& w : p.model->warnings()) o << "warning      " << w << "\n";
   o << "states       " << names(p.state_names.empty() ? p.model->state_names() : p.state_names) << "\n";
   o << "controls     " << names(p.control_names.empty() ? p.model->control_names() : p.control_names) << "\n";
   const Horizon& h = p.horizon;

@@ -5,6 +5,7 @@
 
 #include <Eigen/Eigenvalues>
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -119,6 +120,13 @@ std::string num(double v) {
   return s.str();
 }
 
+// The shortest text that reads back as v: limits a hair apart must not print alike.
+std::string exact(double v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
 std::string quoted_list(const std::vector<std::string>& names) {
   std::string out;
   for (std::size_t k = 0; k < names.size(); ++k)
@@ -130,6 +138,9 @@ std::string quoted_list(const std::vector<std::string>& names) {
 // fraction of the largest one: URDFs exported from CAD round them, and a thin plate or rod sits
 // exactly on the triangle inequality's boundary.
 constexpr double kInertiaTolerance = 1e-6;
+// A moving joint whose range is narrower than this (rad or m) is accepted with a warning: it is
+// most likely meant to be fixed, and it makes the problem's bounds nearly an equality.
+constexpr double kNarrowRange = 1e-4;
 
 class Builder {
  public:
@@ -330,6 +341,10 @@ class Builder {
         if (lim->lower == lim->upper)
           fail("urdf", "a joint that can move (lower < upper; a joint that cannot is type=\"fixed\")",
                "limits [" + num(lim->lower) + ", " + num(lim->upper) + "] of joint '" + joint.name + "' (zero range)");
+        if (lim->upper - lim->lower < kNarrowRange)
+          out_.warnings.push_back(path_ + ": joint '" + joint.name + "' moves only " + num(lim->upper - lim->lower) +
+                                  " (limits [" + exact(lim->lower) + ", " + exact(lim->upper) +
+                                  "]); if it should not move, make it type=\"fixed\"");
         d.q_lower[i] = lim->lower;
         d.q_upper[i] = lim->upper;
       }
@@ -345,7 +360,7 @@ class Builder {
   // A link's mass properties must be those of a body: a finite mass >= 0 and a rotational inertia
   // whose principal moments are >= 0 and obey the triangle inequality (each at most the sum of the
   // other two), both within kInertiaTolerance of the largest moment.
-  void check_inertial(const urdf::Link& link, const urdf::Inertial& in) const {
+  void check_inertial(const urdf::Link& link, const urdf::Inertial& in) {
     if (!(in.mass >= 0) || !std::isfinite(in.mass))
       fail("urdf", "a finite mass >= 0", "mass " + num(in.mass) + " of link '" + link.name + "'");
     const double I[6] = {in.ixx, in.iyy, in.izz, in.ixy, in.ixz, in.iyz};
@@ -362,6 +377,12 @@ class Builder {
       fail("urdf", "a physical rotational inertia (principal moments >= 0, each at most the sum of the other two)",
            "principal moments (" + num(d(0)) + ", " + num(d(1)) + ", " + num(d(2)) + ") of link '" + link.name + "'" +
                (d(0) < -tol ? " (a negative moment)" : " (the triangle inequality fails)"));
+    const double rounding = 1e-12 * d.cwiseAbs().maxCoeff();  // the eigensolver's own error
+    if (d(0) < -rounding || d(0) + d(1) < d(2) - rounding)
+      out_.warnings.push_back(path_ + ": link '" + link.name + "' has principal moments (" + num(d(0)) + ", " +
+                              num(d(1)) + ", " + num(d(2)) + ") that " +
+                              (d(0) < 0 ? "include a negative one" : "break the triangle inequality") +
+                              " by less than the rounding tolerance (1e-6 of the largest); accepted");
   }
 
   // Records `link` as a frame on `body` at `in_body` and adds its mass there.

@@ -385,4 +385,21 @@ TEST(Manipulator, EndEffectorTermsWithoutFrameReadEeFrame) {
   EXPECT_NE(knot::problems::describe(leaf).find("frame contact (the model's end effector)"), std::string::npos);
 }
 
+// A near-boundary URDF value reaches the user: the model's warnings, and knot check's description.
+TEST(Manipulator, UrdfWarningsReachTheDescription) {
+  std::string text = iiwa_with_contact();
+  const std::string wide = "lower=\"-2.09439510239\" upper=\"2.09439510239\"";
+  text.replace(text.find(wide), wide.size(), "lower=\"0.3\" upper=\"0.30001\"");
+  const std::string urdf = write_scratch_file("iiwa_narrow.urdf", text);
+  const knot::problems::Problem p = knot::problems::load_problem_from_string(reach_problem(urdf, "iiwa_link_7"));
+  ASSERT_EQ(p.model->warnings().size(), 1u);
+  const std::string d = knot::problems::describe(p);
+  EXPECT_NE(d.find("warning      " + urdf + ": joint 'iiwa_joint_2' moves only 1e-05"), std::string::npos) << d;
+  // Control: the unchanged robot has none, and describes none.
+  const knot::problems::Problem fine =
+      knot::problems::load_problem_from_string(reach_problem(write_scratch_file("iiwa_c.urdf", iiwa_with_contact()), "iiwa_link_7"));
+  EXPECT_TRUE(fine.model->warnings().empty());
+  EXPECT_EQ(knot::problems::describe(fine).find("warning"), std::string::npos);
+}
+
 }  // namespace

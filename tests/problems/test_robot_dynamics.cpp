@@ -1060,20 +1060,34 @@ TEST(RobotUrdf, BadNumbersAndImpossibleBodiesAreRefused) {
     for (const std::string& e : c.expected) EXPECT_NE(msg.find(e), std::string::npos) << e << " in: " << msg;
   }
   // The valid twins load: the file itself, a thin plate on the triangle inequality's boundary, a
-  // point mass, a rotated inertia, and a joint with a tiny but nonzero range.
-  const std::vector<std::pair<std::string, std::string>> fine = {
-      {mass, mass},
-      {inertia, "<inertia ixx=\"0.1\" ixy=\"0\" ixz=\"0\" iyy=\"0.1\" iyz=\"0\" izz=\"0.2\"/>"},
-      {inertia, "<origin xyz=\"0.1 0 0\"/><inertia ixx=\"0\" ixy=\"0\" ixz=\"0\" iyy=\"0\" iyz=\"0\" izz=\"0\"/>"},
-      {inertia, "<inertia ixx=\"0.2\" ixy=\"0.05\" ixz=\"0\" iyy=\"0.2\" iyz=\"0\" izz=\"0.1\"/>"},
-      {"lower=\"-1\" upper=\"1\"", "lower=\"0.5\" upper=\"0.5000001\""},
-      {mass, mass + "<!-- 100% of the mass, %s -->"},
+  // point mass, a rotated inertia, a '%' in a comment, and, with a warning naming the link or joint,
+  // a joint with a tiny but nonzero range and a moment negative within rounding.
+  struct Fine {
+    std::string from, to, warning;  // warning: a substring of the one warning, or empty for none
   };
-  for (const auto& [from, to] : fine) {
-    SCOPED_TRACE(to);
-    const robot::RobotModel m = robot::load_urdf(write_scratch_file("fine.urdf", changed(from, to)));
+  const std::vector<Fine> fine = {
+      {mass, mass, ""},
+      {inertia, "<inertia ixx=\"0.1\" ixy=\"0\" ixz=\"0\" iyy=\"0.1\" iyz=\"0\" izz=\"0.2\"/>", ""},
+      {inertia, "<origin xyz=\"0.1 0 0\"/><inertia ixx=\"0\" ixy=\"0\" ixz=\"0\" iyy=\"0\" iyz=\"0\" izz=\"0\"/>", ""},
+      {inertia, "<inertia ixx=\"0.2\" ixy=\"0.05\" ixz=\"0\" iyy=\"0.2\" iyz=\"0\" izz=\"0.1\"/>", ""},
+      {mass, mass + "<!-- 100% of the mass, %s -->", ""},
+      {"lower=\"-1\" upper=\"1\"", "lower=\"0.5\" upper=\"0.5000001\"",
+       "joint 'j' moves only 1e-07 (limits [0.5, 0.5000001]); if it should not move, make it type=\"fixed\""},
+      {ixx, "ixx=\"-1e-8\"", "link 'b' has principal moments (-1e-08, 0.1, 0.1) that include a negative one"},
+  };
+  for (const Fine& c : fine) {
+    SCOPED_TRACE(c.to);
+    const std::string path = write_scratch_file("fine.urdf", changed(c.from, c.to));
+    const robot::RobotModel m = robot::load_urdf(path);
     EXPECT_EQ(m.data.n, 1);
     EXPECT_EQ(m.data.mass[0], 1.0);  // the link kept its inertial
+    if (c.warning.empty()) {
+      EXPECT_TRUE(m.warnings.empty()) << m.warnings.front();
+    } else {
+      ASSERT_EQ(m.warnings.size(), 1u);
+      EXPECT_EQ(m.warnings[0].rfind(path + ": ", 0), 0u) << m.warnings[0];
+      EXPECT_NE(m.warnings[0].find(c.warning), std::string::npos) << m.warnings[0];
+    }
   }
 }
 

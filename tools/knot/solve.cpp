@@ -193,6 +193,7 @@ int run_solve(const SolveOptions& opt) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;
   }
+  for (const std::string& w : problem.model->warnings()) std::fprintf(stderr, "warning: %s\n", w.c_str());
   if (opt.globalization == "filter") options.globalization = solver::Globalization::Filter;
   else if (opt.globalization == "merit") options.globalization = solver::Globalization::Merit;
   else if (opt.globalization == "none") options.globalization = solver::Globalization::None;

@@ -78,6 +78,9 @@ class Model {
   // Optional capabilities.
   virtual const Kinematics* kinematics() const { return nullptr; }
   virtual ModelLimits limits() const { return {}; }
+  // What the model's data accepted but is close to being refused, one sentence each (knot check and
+  // knot solve print them); empty for most models.
+  virtual std::vector<std::string> warnings() const { return {}; }
   // Indices of the planar position (x, y) in the state, for obstacle constraints; nullopt if none.
   virtual std::optional<std::array<int, 2>> planar_position() const { return std::nullopt; }
 };

@@ -46,6 +46,7 @@ class Manipulator final : public Model, public Kinematics {
   const Kinematics* kinematics() const override { return this; }
   // q within the URDF position limits, |qd| within the velocity limits, |u| within the effort limits.
   ModelLimits limits() const override;
+  std::vector<std::string> warnings() const override { return robot_.warnings; }
 
   int frame_count() const override { return static_cast<int>(robot_.frames.size()); }
   std::string frame_name(int frame) const override;

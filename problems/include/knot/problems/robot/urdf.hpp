@@ -45,6 +45,9 @@ struct RobotModel {
   std::vector<std::string> joint_names;  // the n moving joints, in body order (depth first)
   std::vector<Frame> frames;             // every link, depth first from the root
   int ee_frame = -1;                     // index in frames of the end-effector link
+  // What was accepted but is close to being refused (a joint range near zero, an inertia that
+  // breaks a bound only within rounding), one sentence each naming the file and the link or joint.
+  std::vector<std::string> warnings;
 };
 
 // Throws ProblemError (location: the URDF file) with key path `<context>.urdf` for a missing,
