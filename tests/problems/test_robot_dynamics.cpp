@@ -351,6 +351,23 @@ TEST(RobotDynamics, UrdfChainIsReadAndMerged) {
   EXPECT_EQ(d.effort_limit[0], 40.0);
 }
 
+// Every frame of the model (a point on it, in the link frame) sits where the reference's link pose
+// at the same joint positions puts it.
+void expect_frames_at_reference(const robot::RobotModel& model, const Chain& c, const Vec& q, const Reference& ref) {
+  auto w = std::make_unique<robot::Workspace<double>>();
+  robot::forward_kinematics(model.data, q.data(), *w);
+  for (const robot::Frame& f : model.frames) {
+    const auto l = static_cast<std::size_t>(
+        std::find_if(c.links.begin(), c.links.end(), [&](const RLink& x) { return x.name == f.name; }) -
+        c.links.begin());
+    ASSERT_LT(l, c.links.size()) << f.name;
+    const Vec3 offset(0.1, -0.2, 0.3);
+    Vec3 in_body = Eigen::Map<const Vec3>(f.p) + Eigen::Map<const Mat3>(f.R) * offset, p;
+    robot::point_position(*w, f.body, in_body.data(), p.data());
+    EXPECT_LE(rel_err(p, ref.pose[l] * offset), 1e-12) << f.name;
+  }
+}
+
 TEST(RobotDynamics, RneaAndMassMatrixMatchKaneReference) {
   for (unsigned seed = 0; seed < 10; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
@@ -370,18 +387,7 @@ TEST(RobotDynamics, RneaAndMassMatrixMatchKaneReference) {
     EXPECT_LE(rel_err(rnea_vec(d, q, zero, nullptr), reference(s.chain, q, zero, zero, g).tau), 1e-10);
 
     // Every link frame sits where the reference puts it.
-    auto w = std::make_unique<robot::Workspace<double>>();
-    robot::forward_kinematics(d, q.data(), *w);
-    for (const robot::Frame& f : s.model.frames) {
-      const auto l = static_cast<std::size_t>(
-          std::find_if(s.chain.links.begin(), s.chain.links.end(), [&](const RLink& x) { return x.name == f.name; }) -
-          s.chain.links.begin());
-      ASSERT_LT(l, s.chain.links.size()) << f.name;
-      const Vec3 offset(0.1, -0.2, 0.3);  // a point in the link frame
-      Vec3 in_body = Eigen::Map<const Vec3>(f.p) + Eigen::Map<const Mat3>(f.R) * offset, p;
-      robot::point_position(*w, f.body, in_body.data(), p.data());
-      EXPECT_LE(rel_err(p, ref.pose[l] * offset), 1e-12) << f.name;
-    }
+    expect_frames_at_reference(s.model, s.chain, q, ref);
 
     // Negative control: the reference without the side link's mass (merged by the reader) differs.
     std::vector<double> masses;
@@ -641,18 +647,7 @@ TEST(RobotTree, RneaAndMassMatrixMatchKaneReference) {
     EXPECT_GT(std::abs(M(joint(m, "t_torso"), joint(m, "r2"))), 1e-6);
 
     // Every link frame sits where the reference puts it.
-    auto w = std::make_unique<robot::Workspace<double>>();
-    robot::forward_kinematics(d, q.data(), *w);
-    for (const robot::Frame& f : m.frames) {
-      const auto l = static_cast<std::size_t>(
-          std::find_if(s.tree.links.begin(), s.tree.links.end(), [&](const RLink& x) { return x.name == f.name; }) -
-          s.tree.links.begin());
-      ASSERT_LT(l, s.tree.links.size()) << f.name;
-      const Vec3 offset(0.1, -0.2, 0.3);
-      Vec3 in_body = Eigen::Map<const Vec3>(f.p) + Eigen::Map<const Mat3>(f.R) * offset, p;
-      robot::point_position(*w, f.body, in_body.data(), p.data());
-      EXPECT_LE(rel_err(p, ref.pose[l] * offset), 1e-12) << f.name;
-    }
+    expect_frames_at_reference(m, s.tree, q, ref);
     // Negative control: the reference without the sensor's mass differs.
     std::vector<double> masses;
     for (const RLink& l : s.tree.links) masses.push_back(l.name == "sensor" ? 0.0 : l.mass);
