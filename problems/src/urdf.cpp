@@ -151,7 +151,7 @@ class Builder {
                        std::move(expected), found + " in " + path_);
   }
 
-  urdf::ModelInterfaceSharedPtr parse() const {
+  urdf::ModelInterfaceSharedPtr parse() {
     std::ifstream in(path_, std::ios::binary);
     if (!in) throw ProblemError(SourceLocation{path_, 0, 0}, key("urdf"), "a readable URDF file", "'" + path_ + "' (no such file or not readable)");
     std::stringstream text;
@@ -170,14 +170,18 @@ class Builder {
       if (why.empty()) why = capture.errors.empty() ? "unknown urdfdom error" : capture.errors;
       fail("urdf", "a valid URDF file", "a file urdfdom rejects (" + why + ")");
     }
-    // urdfdom drops an element it cannot read (an inertial with a mass of 'nan' or 'heavy', an origin
-    // with two numbers) and still returns the model, which would then lack that link's mass.
-    if (!capture.errors.empty()) {
-      const std::string subject = reported_subject(capture.errors);
-      fail("urdf", "a URDF file urdfdom reads without errors",
-           (subject.empty() ? "" : subject + ": ") + "urdfdom reports '" + capture.errors + "'");
-    }
+    reports_ = capture.errors;
     return model;
+  }
+
+  // urdfdom drops an element it cannot read (an inertial with a mass of 'nan' or 'heavy', an origin
+  // with two numbers) and still returns the model, which would then lack that link's mass. Called
+  // once the caller holds the model's links for cutting apart (a cycle would leak them otherwise).
+  void refuse_reports() const {
+    if (reports_.empty()) return;
+    const std::string subject = reported_subject(reports_);
+    fail("urdf", "a URDF file urdfdom reads without errors",
+         (subject.empty() ? "" : subject + ": ") + "urdfdom reports '" + reports_ + "'");
   }
 
   RobotModel build(const urdf::ModelInterface& model, const std::string& ee_name) {
@@ -482,6 +486,7 @@ class Builder {
   }
 
   std::string path_, context_;
+  std::string reports_;  // urdfdom's error reports while parsing, "; "-separated
   RobotModel out_;
   std::vector<MassSum> sums_;
   std::vector<int> parents_;
@@ -500,6 +505,7 @@ RobotModel load_urdf(const std::string& path, const std::string& ee_frame, const
       for (auto& [name, link] : m.links_) link->clear();
     }
   } cut{*model};
+  builder.refuse_reports();
   return builder.build(*model, ee_frame);
 }
 
