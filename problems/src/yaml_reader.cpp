@@ -155,15 +155,6 @@ std::vector<double> to_matrix(const Node& node, const std::string& path, int row
   return out;
 }
 
-std::vector<std::string> to_strings(const Node& node, const std::string& path, std::size_t size,
-                                    std::string_view size_name) {
-  if (!node.is_sequence() || (size != 0 && node.items.size() != size))
-    fail(node, path, list_of(size, "name", size_name));
-  std::vector<std::string> out;
-  for (std::size_t i = 0; i < node.items.size(); ++i) out.push_back(to_string(node.items[i], index_path(path, i)));
-  return out;
-}
-
 std::vector<std::string> to_names(const Node& node, const std::string& path, std::size_t size,
                                   std::string_view size_name) {
   if (!node.is_sequence() || (size != 0 && node.items.size() != size))

@@ -45,8 +45,6 @@ std::vector<double> to_vector(const Node& node, const std::string& path, std::si
                               bool allow_inf = false, std::string_view size_name = {});
 // A rows x cols matrix written as a list of rows; returned column-major.
 std::vector<double> to_matrix(const Node& node, const std::string& path, int rows, int cols);
-std::vector<std::string> to_strings(const Node& node, const std::string& path, std::size_t size,
-                                    std::string_view size_name = {});
 // A list of names, each read by to_name.
 std::vector<std::string> to_names(const Node& node, const std::string& path, std::size_t size,
                                   std::string_view size_name = {});

@@ -13,6 +13,7 @@
 
 #include "knot/problems/error.hpp"
 #include "knot/solver/ipopt.hpp"
+#include "size_text.hpp"
 
 namespace knot::solver {
 namespace {
@@ -193,26 +194,21 @@ void check_nlp_size(const problems::Problem& p, const IpoptOptions& options) {
   const double N = p.horizon.N, nx = p.nx(), nu = p.nu(), nz = nx + nu;
   const double nnz = (N + 1) * nz * (nz + 1) / 2 + N * nx * (nz + 1);
   const double bytes = 2 * nnz * (sizeof(double) + 2 * sizeof(Index));
-  const std::string sizes = "N = " + std::to_string(p.horizon.N) + ", nx = " + std::to_string(p.nx()) +
-                            ", nu = " + std::to_string(p.nu());
   const problems::SourceLocation where{p.source, 0, 0};
-  char need[64];
   if (nnz > static_cast<double>(std::numeric_limits<Index>::max())) {
-    std::snprintf(need, sizeof need, "%.3g", nnz);
+    char count[32];
+    std::snprintf(count, sizeof count, "%.3g", nnz);
     throw problems::ProblemError(where, "solver.memory_limit",
                                  "an NLP with at most " + std::to_string(std::numeric_limits<Index>::max()) +
                                      " nonzeros (IPOPT indexes them with int)",
-                                 std::string("one with about ") + need + " (" + sizes + ")");
+                                 std::string("one with about ") + count + " (" + detail::sizes_text(p) + ")");
   }
-  if (bytes > options.memory_limit * 1024.0 * 1024.0 * 1024.0) {
-    std::snprintf(need, sizeof need, "%.3g GiB", bytes / (1024.0 * 1024.0 * 1024.0));
-    char limit[64];
-    std::snprintf(limit, sizeof limit, "%.3g GiB", options.memory_limit);
+  if (bytes > options.memory_limit * detail::kGiB)
     throw problems::ProblemError(where, "solver.memory_limit",
-                                 std::string("an NLP within the limit of ") + limit + " for IPOPT",
-                                 std::string("one that needs at least ") + need + " (" + sizes + ")",
+                                 "an NLP within the limit of " + detail::bytes_text(options.memory_limit * detail::kGiB) +
+                                     " for IPOPT",
+                                 "one that needs at least " + detail::bytes_text(bytes) + " (" + detail::sizes_text(p) + ")",
                                  "raise solver.memory_limit, or shorten the horizon or the state");
-  }
 }
 
 IpoptResult solve_checked(const problems::Problem& problem, const IpoptOptions& options,
@@ -230,9 +226,7 @@ IpoptResult solve_with_ipopt(const problems::Problem& problem, const IpoptOption
     return solve_checked(problem, options, x_guess, u_guess);
   } catch (const std::bad_alloc&) {
     throw problems::ProblemError(problems::SourceLocation{problem.source, 0, 0}, "solver.memory_limit",
-                                 "memory for IPOPT's NLP (N = " + std::to_string(problem.horizon.N) +
-                                     ", nx = " + std::to_string(problem.nx()) + ", nu = " + std::to_string(problem.nu()) +
-                                     ")",
+                                 "memory for IPOPT's NLP (" + detail::sizes_text(problem) + ")",
                                  "an allocation that failed (std::bad_alloc)");
   }
 }

@@ -3,12 +3,12 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
-#include <iterator>
 #include <new>
 #include <stdexcept>
 #include <string>
 
 #include "knot/problems/error.hpp"
+#include "size_text.hpp"
 #include "sqp_impl.hpp"
 
 namespace knot::solver {
@@ -55,23 +55,9 @@ const SolverOptions& validated(const SolverOptions& o) {
   return o;
 }
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-// Three digits in the largest binary unit that keeps the number >= 1: "8 GiB", "56.5 GiB",
-// "14.1 TiB", "1 MiB".
-std::string gib(double bytes) {
-  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  double v = bytes;
-  std::size_t u = 0;
-  while (v >= 1024 && u + 1 < std::size(units)) v /= 1024, ++u;
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.3g %s", v, units[u]);
-  return buf;
-}
-
-std::string sizes(const problems::Problem& p) {
-  return "N = " + std::to_string(p.horizon.N) + ", nx = " + std::to_string(p.nx()) + ", nu = " + std::to_string(p.nu());
-}
+using detail::bytes_text;
+using detail::kGiB;
+using detail::sizes_text;
 
 // The options, once the problem is known to fit in options.memory_limit; checked before the first
 // workspace is allocated.
@@ -79,8 +65,8 @@ const SolverOptions& within_memory_limit(const problems::Problem& p, const Solve
   const double need = estimate_workspace_bytes(p, o);
   if (need > o.memory_limit * kGiB)
     throw problem_error(p, "solver.memory_limit",
-                        "a problem within the limit of " + gib(o.memory_limit * kGiB) + " of solver workspace",
-                        "one that needs about " + gib(need) + " (" + sizes(p) + ")",
+                        "a problem within the limit of " + bytes_text(o.memory_limit * kGiB) + " of solver workspace",
+                        "one that needs about " + bytes_text(need) + " (" + sizes_text(p) + ")",
                         "raise solver.memory_limit, or shorten the horizon or the state");
   return o;
 }
@@ -392,6 +378,7 @@ namespace {
 // The sizes are read before `make` moves the problem.
 template <class Make>
 auto allocation_boundary(const problems::Problem& p, const SolverOptions& o, Make&& make) {
+  // Nothing that allocates before the try: its failure would escape as a bare std::bad_alloc.
   const int N = p.horizon.N, nx = p.nx(), nu = p.nu();
   const double estimate = estimate_workspace_bytes(p, o);
   std::string source;
@@ -400,7 +387,7 @@ auto allocation_boundary(const problems::Problem& p, const SolverOptions& o, Mak
     return make();
   } catch (const std::bad_alloc&) {
     throw problems::ProblemError(problems::SourceLocation{source, 0, 0}, "solver.memory_limit",
-                                 "memory for the solver workspace (about " + gib(estimate) +
+                                 "memory for the solver workspace (about " + bytes_text(estimate) +
                                      ", N = " + std::to_string(N) + ", nx = " + std::to_string(nx) +
                                      ", nu = " + std::to_string(nu) + ")",
                                  "an allocation that failed (std::bad_alloc)");
