@@ -2,11 +2,12 @@
 # Installs the Debian packages Knot builds with, only those that are missing. Idempotent.
 set -euo pipefail
 pkgs=(cmake g++ make pkg-config ccache
-      libeigen3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev
+      libeigen3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev
       libgtest-dev libgmock-dev libbenchmark-dev
       liblapacke-dev libopenblas-dev
       liburdfdom-dev coinor-libipopt-dev
-      clang libclang-rt-14-dev)
+      clang libclang-rt-14-dev
+      python3-matplotlib)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
