@@ -10,6 +10,7 @@
 
 #include "knot/problems/constraint.hpp"
 #include "knot/problems/cost.hpp"
+#include "knot/problems/initial_guess.hpp"
 #include "knot/problems/integrator.hpp"
 #include "knot/problems/model.hpp"
 #include "knot/problems/settings.hpp"
@@ -34,6 +35,7 @@ struct Problem {
   std::vector<std::shared_ptr<ConstraintTerm>> constraints;
   SolverSettings solver;
   MpcSettings mpc;
+  InitialGuess initial_guess;  // the `initial_guess:` file; empty = the default guess
 
   int nx() const { return model ? model->nx() : 0; }
   int nu() const { return model ? model->nu() : 0; }
