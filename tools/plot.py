@@ -218,7 +218,8 @@ def draw_panel(ax, t, group):
         if s.control:
             ax.step(t, hold_last(s.values), where="post", color=color, lw=1.2, label=label)
         else:
-            ax.plot(t, s.values, color=color, lw=1.2, label=label)
+            # Dots at the knots while they are few enough to tell apart.
+            ax.plot(t, s.values, color=color, lw=1.2, label=label, marker="o" if len(t) <= 60 else None, ms=2)
         if s.ref is not None and np.isfinite(s.ref).any():
             ax.plot(t, s.ref, "--", color=color, lw=1.0, alpha=0.8, label=f"{label} ref")
         for b in (s.lower, s.upper):
