@@ -162,7 +162,11 @@ def name_group(name):
     return m.group(0) if m else name
 
 
-def chunks(items, size):
+def chunks(items, most):
+    """`items` in order, in the fewest panels of at most `most`, as even as can be (12 as 6 + 6)."""
+    if not items:
+        return []
+    size = math.ceil(len(items) / math.ceil(len(items) / most))
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
@@ -177,7 +181,7 @@ def panels(sigs):
     for s in states:
         groups.setdefault(name_group(s.name), []).append(s)
     if len(groups) < len(states) and len(groups) <= 6:
-        out = [g for gs in groups.values() for g in chunks(gs, 12)]
+        out = [g for gs in groups.values() for g in chunks(gs, MAX_LINES_PER_PANEL)]
     else:
         out = chunks(states, MAX_LINES_PER_PANEL)
     return out + chunks(controls, MAX_LINES_PER_PANEL)
