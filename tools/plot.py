@@ -52,6 +52,7 @@ class Table:
         if not rows or not rows[0]:
             raise InputError(f"{path}: empty file (expected a CSV header)")
         self.header = [h.strip() for h in rows[0]]
+        self.lines = [n for n, r in enumerate(rows[1:], start=2) if r]  # blank lines skipped
         self.rows = [r for r in rows[1:] if r]
         self.index = {}
         for i, name in enumerate(self.header):
@@ -67,7 +68,7 @@ class Table:
     def numbers(self, name):
         """The column as floats; an empty cell is NaN ("no value")."""
         out = []
-        for line, cell in enumerate(self.text(name), start=2):
+        for line, cell in zip(self.lines, self.text(name)):
             if cell == "":
                 out.append(math.nan)
                 continue
@@ -285,6 +286,13 @@ def path_figure(table, frame, title):
     return fig
 
 
+def path_figures(table, frames_found, title):
+    """(file suffix, figure) per end-effector frame: `_path`, or `_path_<frame>` when several."""
+    if len(frames_found) == 1:
+        return [("_path", path_figure(table, frames_found[0], title))]
+    return [(f"_path_{f}", path_figure(table, f, title)) for f in frames_found]
+
+
 def solve_time_figure(table, period, title):
     times = table.numbers("solve_time")
     times = times[np.isfinite(times) & (times > 0)] * 1e3
@@ -334,8 +342,7 @@ def plot_trajectory(table):
             title += f", {stats['iterations']} iterations"
         title += ")"
     figs = [("", time_figure(table.numbers("time"), signals(table, problem, candidates, False), title))]
-    figs += [(f"_path" if len(fr) == 1 else f"_path_{f}", path_figure(table, f, title)) for f in fr]
-    return figs
+    return figs + path_figures(table, fr, title)
 
 
 def plot_closed_loop(table):
@@ -350,7 +357,7 @@ def plot_closed_loop(table):
     candidates = [h for h in table.header[2:end] if h not in skip and not h.startswith("ref.")]
     title = problem_title(problem, table.path) + " closed loop"
     figs = [("", time_figure(table.numbers("time"), signals(table, problem, candidates, True), title))]
-    figs += [(f"_path" if len(fr) == 1 else f"_path_{f}", path_figure(table, f, title)) for f in fr]
+    figs += path_figures(table, fr, title)
     if table.has("solve_time"):
         figs.append(("_solve_time", solve_time_figure(table, period, title)))
     return figs
@@ -377,7 +384,7 @@ def plot_bench(table):
     knot_us, ref_us = table.numbers("knot_us"), table.numbers("reference_us")
     data = {}  # panel -> series -> {size: microseconds}; repeated rows keep their first time
     for i in range(len(table.rows)):
-        suffix, size = bench_size(case[i], table.path, i + 2)
+        suffix, size = bench_size(case[i], table.path, table.lines[i])
         series = data.setdefault(group[i] + suffix, {})
         for name, us in ((f"knot {knot[i]}", knot_us[i]), (ref[i], ref_us[i])):
             if name.strip() and math.isfinite(us) and us > 0:
@@ -450,6 +457,7 @@ def main(argv):
     parser.add_argument("--out", metavar="DIR", help="folder for the PNGs (default: beside each CSV)")
     args = parser.parse_args(argv)
 
+    # Imported here, not at the top, so that a missing matplotlib gets its message and exit code.
     global matplotlib, plt, np
     try:
         import matplotlib

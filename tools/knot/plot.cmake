@@ -45,7 +45,7 @@ install(PROGRAMS ${PROJECT_SOURCE_DIR}/tools/plot.py DESTINATION ${CMAKE_INSTALL
 # its message on bad input; plot_files runs it with any path. Registered only where they can run.
 if(KNOT_BUILD_TESTS)
   if(KNOT_PLOT_INTERPRETER)
-    set(plot_cases trajectory manipulator trajectory_without_stats closed_loop bench two_inputs_one_folder
+    set(plot_cases trajectory manipulator trajectory_without_stats closed_loop closed_loop_manipulator bench two_inputs_one_folder
                    check_rejects_bad_png unknown_header missing_file bad_number no_matplotlib)
     foreach(case IN LISTS plot_cases)
       add_test(NAME knot_plot.${case}

@@ -103,6 +103,12 @@ def case_closed_loop(work):
                 ["closed_loop.png", "closed_loop_solve_time.png"])
 
 
+def case_closed_loop_manipulator(work):
+    # No summary.json: names from the columns, no deadline; the end-effector path of the plant.
+    expect_pngs([fixture("iiwa14_closed_loop", "closed_loop.csv"), "--out", work], work,
+                ["closed_loop.png", "closed_loop_path.png", "closed_loop_solve_time.png"])
+
+
 def case_bench(work):
     expect_pngs([fixture("bench_linalg.csv"), "--out", work], work, ["bench_linalg.png"])
 
