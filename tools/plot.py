@@ -262,7 +262,6 @@ def time_figure(t, sigs, title):
 
 
 def path_figure(table, frame, title):
-    from mpl_toolkits.mplot3d import Axes3D  # noqa: F401  (registers the 3-D projection)
     xyz = [table.numbers(frame + c) for c in (".x", ".y", ".z")]
     keep = np.isfinite(xyz[0]) & np.isfinite(xyz[1]) & np.isfinite(xyz[2])
     x, y, z = (v[keep] for v in xyz)
