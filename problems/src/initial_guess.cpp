@@ -3,6 +3,7 @@
 
 #include <cctype>
 #include <string_view>
+#include <unordered_map>
 
 #include "knot/problems/problem.hpp"
 #include "yaml_reader.hpp"
@@ -157,12 +158,11 @@ InitialGuess read_csv(const fs::path& file, const std::string& text, const Probl
   if (header.size() > 24) columns += ", ...";
   // Column index of each state, then each control.
   std::vector<std::size_t> index;
+  // By hash: a model with 10^5 states would make a linear search per name quadratic.
+  std::unordered_map<std::string_view, std::size_t> by_name;
+  for (std::size_t c = header.size(); c-- > 0;) by_name[header[c].text] = c;  // the first of equal names
   auto find = [&](const std::string& want, const char* what, std::size_t i) {
-    for (std::size_t c = 0; c < header.size(); ++c)
-      if (header[c].text == want) {
-        index.push_back(c);
-        return;
-      }
+    if (const auto it = by_name.find(want); it != by_name.end()) return index.push_back(it->second);
     throw ProblemError(SourceLocation{name, header_line, 1}, want,
                        "a column named '" + want + "' (" + what + " " + std::to_string(i) + " of the problem)",
                        "the columns " + columns);
