@@ -78,12 +78,9 @@ InitialGuess read_yaml(const fs::path& file, const std::string& text, const Prob
   const std::size_t N = static_cast<std::size_t>(p.horizon.N);
   const std::size_t nx = static_cast<std::size_t>(p.nx()), nu = static_cast<std::size_t>(p.nu());
   if (const Node* n = top.find("knot_solution")) yaml::to_integer(*n, "knot_solution", 1, 1);
-  // Written for the reader's information; only their form is checked.
-  for (const char* key : {"problem", "status"})
+  // Written for the reader's information: any scalar (a failed solve's cost may be .nan).
+  for (const char* key : {"problem", "status", "iterations", "cost", "dt"})
     if (const Node* n = top.find(key)) yaml::to_string(*n, key);
-  if (const Node* n = top.find("iterations")) yaml::to_integer(*n, "iterations", 0, 1LL << 62);
-  if (const Node* n = top.find("cost")) yaml::to_number(*n, "cost", {}, true);
-  if (const Node* n = top.find("dt")) yaml::to_number(*n, "dt", yaml::Range::positive());
   if (const Node* n = top.find("N")) {
     const long long got = yaml::to_integer(*n, "N", 0, 1LL << 40);
     if (got != p.horizon.N) yaml::fail(*n, "N", std::to_string(N) + " (the problem's horizon.N)", std::to_string(got));
@@ -97,13 +94,16 @@ InitialGuess read_yaml(const fs::path& file, const std::string& text, const Prob
   read_rows(top.require("x", knots + " of nx numbers"), "x", N + 1, nx, "nx", knots, g.x);
   const std::string intervals = count(N, "row") + " (knots 0.." + std::to_string(N == 0 ? 0 : N - 1) + ")";
   read_rows(top.require("u", intervals + " of nu numbers"), "u", N, nu, "nu", intervals, g.u);
-  if (const Node* n = top.find("lambda")) read_rows(*n, "lambda", N + 1, nx, "nx", knots, g.lambda);
+  // An empty lambda is "not given", like an absent one.
+  if (const Node* n = top.find("lambda"); n && !(n->is_sequence() && n->items.empty()) && !n->is_null())
+    read_rows(*n, "lambda", N + 1, nx, "nx", knots, g.lambda);
   const std::size_t ineq = constraint_rows(p, ConstraintKind::Inequality);
   const std::size_t eq = constraint_rows(p, ConstraintKind::Equality);
   if (const Node* n = top.find("z")) g.z = read_flat(*n, "z", ineq, "one per inequality row of the problem");
   if (const Node* n = top.find("s")) g.s = read_flat(*n, "s", ineq, "one per inequality row of the problem");
   if (const Node* n = top.find("y")) g.y = read_flat(*n, "y", eq, "one per equality row of the problem");
-  if (const Node* n = top.find("mu")) g.mu = yaml::to_number(*n, "mu", yaml::Range::positive());
+  // 0 is "not given" (a solve without inequality rows has no barrier parameter).
+  if (const Node* n = top.find("mu")) g.mu = yaml::to_number(*n, "mu", yaml::Range::nonnegative());
   top.finish();
   return g;
 }

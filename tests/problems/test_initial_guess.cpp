@@ -174,7 +174,9 @@ TEST(InitialGuess, TheBitwiseCheckCatchesALossyFile) {
 
 TEST(InitialGuess, PrimalOnlySolutionYaml) {
   const InitialGuess want = full_guess();
-  const std::string text = "x: " + rows(want.x, kN + 1, kNx) + "\nu: " + rows(want.u, kN, kNu) + "\n";
+  // A failed solve's informational fields, an empty lambda and mu 0 read as "not given".
+  const std::string text = "status: max_iterations\ncost: .nan\nx: " + rows(want.x, kN + 1, kNx) +
+                           "\nu: " + rows(want.u, kN, kNu) + "\nlambda: []\nmu: 0\n";
   const InitialGuess got = read_initial_guess(write_scratch_file("primal.yml", text), cartpole());
   EXPECT_TRUE(bitwise_equal(got.x, want.x));
   EXPECT_TRUE(bitwise_equal(got.u, want.u));
@@ -289,7 +291,7 @@ TEST(InitialGuess, YamlErrorsNameFileLineKeyExpectedAndFound) {
   EXPECT_CONTAINS(error_of("s.yaml", yaml_with("s", "[]")), "s.yaml:16:4: s: expected a list of 6 numbers");
   EXPECT_CONTAINS(error_of("y.yaml", yaml_with("y", "[1, 2, 3, 4, 5]")),
                   "y.yaml:17:4: y: expected a list of 4 numbers (one per equality row of the problem), found 5");
-  EXPECT_CONTAINS(error_of("mu.yaml", yaml_with("mu", "0")), "mu.yaml:18:5: mu: expected a number > 0, found 0");
+  EXPECT_CONTAINS(error_of("mu.yaml", yaml_with("mu", "-1e-9")), "mu.yaml:18:5: mu: expected a number >= 0, found -1e-9");
   EXPECT_CONTAINS(error_of("version.yaml", yaml_with("knot_solution", "2")),
                   "version.yaml:3:16: knot_solution: expected an integer in [1, 1], found 2");
   EXPECT_CONTAINS(error_of("unknown.yaml", solution_yaml(full_guess()) + "lamda: []\n"),
