@@ -1,7 +1,7 @@
 // read_initial_guess(): solution.yaml and trajectory.csv as `knot solve --out` writes them
 // (docs/problem-format.md and the issue-12 formats), read back bitwise; every refused input with
-// its message; the `initial_guess:` key; reference tables read from a trajectory.csv; and the
-// model parameters and guess that describe() prints.
+// its message; the `initial_guess:` key and the guess describe() prints; reference tables read from
+// a trajectory.csv.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -291,7 +291,8 @@ TEST(InitialGuess, YamlErrorsNameFileLineKeyExpectedAndFound) {
   EXPECT_CONTAINS(error_of("s.yaml", yaml_with("s", "[]")), "s.yaml:16:4: s: expected a list of 6 numbers");
   EXPECT_CONTAINS(error_of("y.yaml", yaml_with("y", "[1, 2, 3, 4, 5]")),
                   "y.yaml:17:4: y: expected a list of 4 numbers (one per equality row of the problem), found 5");
-  EXPECT_CONTAINS(error_of("mu.yaml", yaml_with("mu", "-1e-9")), "mu.yaml:18:5: mu: expected a number >= 0, found -1e-9");
+  EXPECT_CONTAINS(error_of("mu.yaml", yaml_with("mu", "-1e-9")),
+                  "mu.yaml:18:5: mu: expected a number >= 0, found -1e-9");
   EXPECT_CONTAINS(error_of("version.yaml", yaml_with("knot_solution", "2")),
                   "version.yaml:3:16: knot_solution: expected an integer in [1, 1], found 2");
   EXPECT_CONTAINS(error_of("unknown.yaml", solution_yaml(full_guess()) + "lamda: []\n"),
@@ -441,29 +442,6 @@ TEST(ReferenceTable, EmptyCellsAndNamesErrors) {
   // Negative control: the same table without the gap loads.
   write_scratch_file("ref_nogap.csv", "knot,time,p,theta,v,omega,F\n0,0,1,2,3,4,5\n1,0.05,1,2,3,4,6\n");
   EXPECT_EQ(tracking_problem("ref_nogap.csv", "[p, theta, v, omega]").costs[1]->reference()->rows(), 2);
-}
-
-// --- describe: model parameters ----------------------------------------------------------------
-
-TEST(Describe, PrintsTheModelParameters) {
-  EXPECT_CONTAINS(describe(cartpole()), "\nparams       cart_mass 1, pole_mass 0.1, length 0.8, gravity 9.81\n");
-  const Problem changed = load_problem_from_string(kCartpole, "x.yaml", scratch_dir(), {"model.params.pole_mass=0.12"});
-  EXPECT_CONTAINS(describe(changed), "params       cart_mass 1, pole_mass 0.12, length 0.8, gravity 9.81\n");
-
-  const fs::path configs = KNOT_CONFIGS_DIR;
-  const std::string arm = describe(load_problem(configs / "iiwa14_reach.yaml"));
-  EXPECT_CONTAINS(arm, "params       urdf " + (configs / "robots" / "iiwa14_iiwa_grid.urdf").string() +
-                           ", gravity [0, 0, 0], ee_frame iiwa_link_7\n");
-  EXPECT_CONTAINS(arm,
-                  "track: end_effector, stages all, scale_by_dt false, weights diag [1, 1, 1], frame iiwa_link_7 "
-                  "(the model's end effector)");
-  // A constraint names its frame too, and a frame other than the default is not marked as it.
-  const std::string height =
-      describe(load_problem(configs / "iiwa14_reach.yaml",
-                            {"constraints=[{name: floor, type: end_effector_height, frame: iiwa_link_5, min: 0}]"}));
-  EXPECT_CONTAINS(height, "  [0] floor: end_effector_height, inequality, 1 row, stages all, frame iiwa_link_5\n");
-  const std::string quad = describe(load_problem(configs / "quadrotor_to_point.yaml"));
-  EXPECT_CONTAINS(quad, "inertia [");
 }
 
 }  // namespace
