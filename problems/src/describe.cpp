@@ -77,6 +77,32 @@ std::string frame(const Problem& p, int index) {
   return ", frame " + kin->frame_name(index) + (index == kin->default_frame() ? " (the model's end effector)" : "");
 }
 
+// "cart_mass 1, gravity [0, 0, -9.81], urdf robots/arm.urdf" as model.params would write them.
+std::string parameters(const Model& m) {
+  std::string out;
+  for (const ModelParameter& q : m.parameters()) {
+    out += (out.empty() ? "" : ", ") + q.name + " ";
+    if (q.values.empty())
+      out += q.text;
+    else if (q.values.size() == 1)
+      out += text::format_number(q.values[0]);
+    else
+      out += list(q.values);
+  }
+  return out;
+}
+
+std::string guess(const InitialGuess& g) {
+  std::string out = g.source.empty() ? "(set in C++)" : g.source;
+  out += ": x, u";
+  if (!g.lambda.empty()) out += ", lambda";
+  if (!g.z.empty()) out += ", z";
+  if (!g.s.empty()) out += ", s";
+  if (!g.y.empty()) out += ", y";
+  if (g.mu > 0) out += ", mu " + text::format_number(g.mu);
+  return out;
+}
+
 }  // namespace
 
 std::string describe(const Problem& p) {
@@ -90,6 +116,7 @@ std::string describe(const Problem& p) {
   }
   o << "model        " << p.model->type() << " (nx " << p.nx() << ", nu " << p.nu() << ", nq " << p.model->nq()
     << (p.model->discrete_time() ? ", discrete time" : "") << ")\n";
+  if (const std::string params = parameters(*p.model); !params.empty()) o << "params       " << params << "\n";
   for (const std::string& w : p.model->warnings()) o << "warning      " << w << "\n";
   o << "states       " << names(p.state_names.empty() ? p.model->state_names() : p.state_names) << "\n";
   o << "controls     " << names(p.control_names.empty() ? p.model->control_names() : p.control_names) << "\n";
@@ -97,6 +124,7 @@ std::string describe(const Problem& p) {
   o << "horizon      N " << h.N << ", dt " << text::format_number(h.dt) << " s, T " << text::format_number(h.N * h.dt) << " s, integrator "
     << to_string(h.integrator) << "\n";
   o << "x0           " << list(p.x0, 24) << "\n";
+  o << "guess        " << (p.initial_guess.empty() ? "default (x_k = x0, u_k = 0)" : guess(p.initial_guess)) << "\n";
 
   o << "costs        " << p.costs.size() << "\n";
   for (std::size_t i = 0; i < p.costs.size(); ++i) {

@@ -31,8 +31,9 @@ const Range kDtRange = Range::closed(1e-9, 1e6);
 // Deeper `extends` chains are surely a mistake (cycles are reported separately).
 constexpr std::size_t kMaxExtendsDepth = 32;
 
-const std::vector<std::string> kTopKeys = {"name",        "description",   "extends", "model",       "horizon", "x0",
-                                           "state_names", "control_names", "costs",   "constraints", "solver",  "mpc"};
+const std::vector<std::string> kTopKeys = {"name",   "description", "extends",       "model", "horizon",
+                                           "x0",     "state_names", "control_names", "costs", "constraints",
+                                           "solver", "mpc",         "initial_guess"};
 
 // --- key paths ("costs[1].weights") ------------------------------------------------------------
 
@@ -362,6 +363,9 @@ Problem build(const Node& root, const std::string& source) {
   p.solver = read_solver(top);
   p.mpc = read_mpc(top, nx);
   p.validate();
+  // Last: the guess is checked against the problem's sizes, names and constraint rows.
+  if (const Node* n = top.find("initial_guess"); n && !n->is_null())
+    p.initial_guess = read_initial_guess(yaml::resolve_file(*n, "initial_guess"), p);
   return p;
 }
 

@@ -1,10 +1,13 @@
 #include "loader_terms.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 
 #include "knot/problems/error.hpp"
 #include "yaml_reader.hpp"
@@ -150,18 +153,27 @@ Weight read_weights(const Node& n, const std::string& path, int dim, std::string
 
 // --- references --------------------------------------------------------------------------------
 
-struct Table {
-  std::vector<std::vector<double>> rows;
-  std::vector<int> lines;  // line of each row in the file
+struct Cell {
+  std::string_view text;  // trimmed; empty for an empty field between commas
+  int column = 0;         // 1-based, of the field
 };
 
-// Numbers separated by commas or whitespace, one row per line; '#' starts a comment; one line
-// that is not all numbers is allowed before the first row (a header).
-Table read_table(const std::filesystem::path& file, const Node& file_node, const std::string& path) {
-  const std::string text = yaml::read_file(file, file_node.at, path);
+struct Table {
+  std::string text;                                         // the file, which the cells view
+  std::vector<std::string> header;                          // the header row's fields; empty when none
+  std::unordered_map<std::string_view, long long> by_name;  // header field -> its first column
+  std::vector<std::vector<Cell>> rows;                      // as written; numbers are read per selected column
+  std::vector<int> lines;                                   // line of each row in the file
+};
+
+// Fields separated by commas or whitespace, one row per line; '#' starts a comment; one line with
+// a field that is not a number is allowed before the first row (a header, as trajectory.csv has).
+// Fields are kept as text, so columns nobody selects may hold anything (a status word).
+// Fills `t` in place: its cells view t.text, which a move could relocate (short-string storage).
+void read_table(const std::filesystem::path& file, const Node& file_node, const std::string& path, Table& t) {
+  t.text = yaml::read_file(file, file_node.at, path);
+  const std::string& text = t.text;
   const std::string name = file.string();
-  Table t;
-  bool header_seen = false;
   int line_no = 0;
   std::size_t pos = 0;
   while (pos < text.size()) {
@@ -172,11 +184,7 @@ Table read_table(const std::filesystem::path& file, const Node& file_node, const
     if (const std::size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
     const bool commas = line.find(',') != std::string_view::npos;
     auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; };
-    struct Token {
-      std::string_view text;
-      int column;
-    };
-    std::vector<Token> tokens;
+    std::vector<Cell> cells;
     std::size_t i = 0;
     bool blank = true;
     for (char c : line) blank = blank && is_space(c);
@@ -194,37 +202,45 @@ Table read_table(const std::filesystem::path& file, const Node& file_node, const
       std::size_t a = i, b = j;
       while (a < b && is_space(line[a])) ++a;
       while (b > a && is_space(line[b - 1])) --b;
-      tokens.push_back({line.substr(a, b - a), static_cast<int>(a + 1)});
+      cells.push_back({line.substr(a, b - a), static_cast<int>(a + 1)});
       i = j + 1;
     }
-    std::vector<double> row;
-    bool numeric = true;
-    for (const Token& tok : tokens)
-      numeric = numeric && yaml::parse_number(tok.text).cls != yaml::NumberClass::NotANumber;
-    if (!numeric && !header_seen && t.rows.empty()) {
-      header_seen = true;
+    bool words = false;
+    for (const Cell& c : cells)
+      words = words || (!c.text.empty() && yaml::parse_number(c.text).cls == yaml::NumberClass::NotANumber);
+    if (words && t.header.empty() && t.rows.empty()) {
+      for (const Cell& c : cells) t.header.emplace_back(c.text);
+      for (std::size_t c = cells.size(); c-- > 0;) t.by_name[cells[c].text] = static_cast<long long>(c);
       continue;
     }
-    for (const Token& tok : tokens) {
-      const yaml::Number x = yaml::parse_number(tok.text);
-      if (x.cls != yaml::NumberClass::Finite)
-        throw ProblemError(SourceLocation{name, line_no, tok.column}, path, "a finite number",
-                           tok.text.empty() ? "an empty field" : yaml::quote(tok.text));
-      row.push_back(x.value);
-    }
-    if (!t.rows.empty() && row.size() != t.rows[0].size())
+    if (!t.rows.empty() && cells.size() != t.rows[0].size())
       throw ProblemError(
           SourceLocation{name, line_no, 1}, path,
           std::to_string(t.rows[0].size()) + " values per row (as on line " + std::to_string(t.lines[0]) + ")",
-          std::to_string(row.size()));
-    t.rows.push_back(std::move(row));
+          std::to_string(cells.size()));
+    t.rows.push_back(std::move(cells));
     t.lines.push_back(line_no);
   }
   if (t.rows.empty()) throw ProblemError(SourceLocation{name, 0, 0}, path, "at least one row of numbers", "none");
-  return t;
+}
+
+// One `columns` entry: a 0-based index, or a name from the table's header row.
+long long read_column(const Node& n, const std::string& path, const Table& t, const std::string& file) {
+  long long index = 0;
+  if (n.is_scalar() && n.plain && yaml::parse_integer(n.text, index)) return yaml::to_integer(n, path, 0, INT_MAX);
+  const std::string name = yaml::to_string(n, path);
+  if (t.header.empty())
+    yaml::fail(n, path, "a column index (" + file + " has no header row to name columns by)", yaml::quote(name));
+  if (const auto it = t.by_name.find(name); it != t.by_name.end()) return it->second;
+  const std::string s = yaml::closest(name, t.header);
+  yaml::fail(n, path, "a column index or a name in the header of " + file, yaml::quote(name),
+             s.empty() ? "" : "did you mean '" + s + "'?");
 }
 
 // A constant vector, or {file: table.csv, columns: [...]} with one row per knot from knot 0.
+// Empty cells (trajectory.csv leaves the terminal knot's controls empty) may only end the table:
+// the rows from the first one with an empty selected cell on are dropped when every one of them has
+// one, and are an error otherwise.
 Reference read_reference(const MapReader& r, int dim, std::string_view size_name) {
   const std::string path = r.key_path("reference");
   const Node* n = r.find("reference");
@@ -237,32 +253,69 @@ Reference read_reference(const MapReader& r, int dim, std::string_view size_name
   m.allow_only(to_strings({"file", "columns"}));
   const Node& file_node = m.require("file", "a path to a table of numbers (CSV)");
   const std::filesystem::path file = yaml::resolve_file(file_node, m.key_path("file"));
-  std::vector<long long> columns;
   const Node* cols = m.find("columns");
-  if (cols) {
-    if (!cols->is_sequence() || cols->items.size() != static_cast<std::size_t>(dim))
-      yaml::fail(*cols, m.key_path("columns"), "a list of " + std::to_string(dim) + " column indices");
-    for (std::size_t i = 0; i < cols->items.size(); ++i)
-      columns.push_back(yaml::to_integer(cols->items[i], yaml::index_path(m.key_path("columns"), i), 0,
-                                         std::numeric_limits<int>::max()));
-  }
-  const Table t = read_table(file, file_node, m.key_path("file"));
+  if (cols && (!cols->is_sequence() || cols->items.size() != static_cast<std::size_t>(dim)))
+    yaml::fail(*cols, m.key_path("columns"), "a list of " + std::to_string(dim) + " column indices or header names");
+  Table t;
+  read_table(file, file_node, m.key_path("file"), t);
   const std::size_t width = t.rows[0].size();
+  std::vector<long long> columns;
   if (!cols) {
     if (width != static_cast<std::size_t>(dim))
       yaml::fail(file_node, m.key_path("file"),
                  "a table of " + std::to_string(dim) + " columns, or `columns:` to pick them",
                  std::to_string(width) + " columns in " + file.string());
     for (int i = 0; i < dim; ++i) columns.push_back(i);
+  } else {
+    for (std::size_t i = 0; i < cols->items.size(); ++i) {
+      const std::string cpath = yaml::index_path(m.key_path("columns"), i);
+      columns.push_back(read_column(cols->items[i], cpath, t, file.string()));
+      if (columns[i] >= static_cast<long long>(width))
+        yaml::fail(cols->items[i], cpath, "a column index below " + std::to_string(width) + " (the table's width)",
+                   std::to_string(columns[i]));
+    }
   }
-  for (std::size_t i = 0; i < columns.size(); ++i)
-    if (columns[i] >= static_cast<long long>(width))
-      yaml::fail(cols->items[i], yaml::index_path(m.key_path("columns"), i),
-                 "a column index below " + std::to_string(width) + " (the table's width)", std::to_string(columns[i]));
+  const auto column_name = [&](long long c) {
+    const auto k = static_cast<std::size_t>(c);
+    return k < t.header.size() ? "column '" + t.header[k] + "'" : "column " + std::to_string(c);
+  };
+  // The first row with an empty selected cell, and that cell.
+  std::size_t end = t.rows.size();
+  const Cell* first_empty = nullptr;
+  long long first_empty_column = 0;
+  for (std::size_t k = 0; k < t.rows.size(); ++k) {
+    const Cell* empty = nullptr;
+    long long empty_column = 0;
+    for (long long c : columns)
+      if (!empty && t.rows[k][static_cast<std::size_t>(c)].text.empty()) {
+        empty = &t.rows[k][static_cast<std::size_t>(c)];
+        empty_column = c;
+      }
+    if (empty && !first_empty) {
+      end = k;
+      first_empty = empty;
+      first_empty_column = empty_column;
+    }
+    if (!empty && first_empty)
+      throw ProblemError(SourceLocation{file.string(), t.lines[end], first_empty->column}, m.key_path("file"),
+                         "a number in " + column_name(first_empty_column) +
+                             " (empty cells only in the last rows, where the table then ends)",
+                         "an empty cell");
+  }
+  if (end == 0)
+    throw ProblemError(SourceLocation{file.string(), t.lines[0], first_empty->column}, m.key_path("file"),
+                       "a number in " + column_name(first_empty_column) + " (the table's first row)", "an empty cell");
   std::vector<double> values;
-  values.reserve(t.rows.size() * columns.size());
-  for (const auto& row : t.rows)
-    for (long long c : columns) values.push_back(row[static_cast<std::size_t>(c)]);
+  values.reserve(end * columns.size());
+  for (std::size_t k = 0; k < end; ++k)
+    for (long long c : columns) {
+      const Cell& cell = t.rows[k][static_cast<std::size_t>(c)];
+      const yaml::Number x = yaml::parse_number(cell.text);
+      if (x.cls != yaml::NumberClass::Finite)
+        throw ProblemError(SourceLocation{file.string(), t.lines[k], cell.column}, m.key_path("file"),
+                           "a finite number in " + column_name(c), yaml::quote(cell.text));
+      values.push_back(x.value);
+    }
   return Reference::per_knot(dim, std::move(values));
 }
 

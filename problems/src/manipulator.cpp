@@ -70,6 +70,13 @@ ModelLimits Manipulator::limits() const {
   return lim;
 }
 
+std::vector<ModelParameter> Manipulator::parameters() const {
+  const double* g = robot_.data.gravity;
+  std::vector<ModelParameter> out = {{"urdf", {}, robot_.file}, {"gravity", {g[0], g[1], g[2]}, {}}};
+  if (robot_.ee_frame >= 0) out.push_back({"ee_frame", {}, frame_name(robot_.ee_frame)});
+  return out;
+}
+
 std::string Manipulator::frame_name(int frame) const {
   return robot_.frames.at(static_cast<std::size_t>(frame)).name;
 }

@@ -60,6 +60,18 @@ void Problem::validate() const {
            "terminal");
   }
 
+  // The guess's own sizes; z, s and y depend on the constraint rows, which the solver checks.
+  if (!initial_guess.empty()) {
+    const std::size_t knots = static_cast<std::size_t>(horizon.N) + 1;
+    const auto sized = [&](const char* key, const std::vector<double>& v, std::size_t n, const char* what) {
+      if (v.size() != n)
+        fail(std::string("initial_guess.") + key, std::to_string(n) + " values (" + what + ")",
+             std::to_string(v.size()));
+    };
+    sized("x", initial_guess.x, knots * unx, "(N+1) nx");
+    sized("u", initial_guess.u, (knots - 1) * unu, "N nu");
+    if (!initial_guess.lambda.empty()) sized("lambda", initial_guess.lambda, knots * unx, "(N+1) nx");
+  }
   if (const auto issue = detail::check(solver)) fail("solver." + issue->field, issue->expected, issue->found);
   if (const auto issue = detail::check(mpc)) fail("mpc." + issue->field, issue->expected, issue->found);
   for (std::size_t i = 0; i < mpc.disturbances.size(); ++i)

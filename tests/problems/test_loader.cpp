@@ -620,6 +620,31 @@ TEST(Loader, DescribeShowsTheResolvedProblem) {
   EXPECT_TRUE(contains(full, "weights full 2x2, diag [2, 1]")) << full;
 }
 
+TEST(Loader, DescribePrintsTheModelParameters) {
+  // The defaults, and a value the file (here an override) changed.
+  const std::string cartpole = "name: c\nmodel: {type: cartpole}\nhorizon: {N: 3, dt: 0.05}\nx0: [0, 3, 0, 0]\n";
+  EXPECT_CONTAINS(describe(from_string(cartpole)),
+                  "\nparams       cart_mass 1, pole_mass 0.1, length 0.8, gravity 9.81\n");
+  const Problem changed = from_string(cartpole, {"model.params.pole_mass=0.12"});
+  EXPECT_CONTAINS(describe(changed), "params       cart_mass 1, pole_mass 0.12, length 0.8, gravity 9.81\n");
+
+  const fs::path configs = KNOT_CONFIGS_DIR;
+  const std::string arm = describe(load_problem(configs / "iiwa14_reach.yaml"));
+  EXPECT_CONTAINS(arm, "params       urdf " + (configs / "robots" / "iiwa14_iiwa_grid.urdf").string() +
+                           ", gravity [0, 0, 0], ee_frame iiwa_link_7\n");
+  EXPECT_CONTAINS(arm,
+                  "track: end_effector, stages all, scale_by_dt false, weights diag [1, 1, 1], frame iiwa_link_7 "
+                  "(the model's end effector)");
+  // A constraint names its frame too, and a frame other than the default is not marked as it.
+  const std::string height =
+      describe(load_problem(configs / "iiwa14_reach.yaml",
+                            {"constraints=[{name: floor, type: end_effector_height, frame: iiwa_link_5, min: 0}]"}));
+  EXPECT_CONTAINS(height, "  [0] floor: end_effector_height, inequality, 1 row, stages all, frame iiwa_link_5\n");
+  const std::string quad = describe(load_problem(configs / "quadrotor_to_point.yaml"));
+  EXPECT_CONTAINS(
+      quad, "params       mass 0.775, arm_length 0.15, inertia [0.0015, 0.0025, 0.0035], kM 0.0245, gravity 9.81\n");
+}
+
 // --- sizes ------------------------------------------------------------------------------------
 
 // A double integrator of dimension 65536 (nx 131072) with a scalar state weight and a diagonal

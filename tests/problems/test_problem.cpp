@@ -44,6 +44,10 @@ TEST(Problem, CompleteProblemIsValid) {
   named.state_names = {"a", "b", "c", "d"};
   named.control_names = {"f"};
   EXPECT_EQ(key_of_error(named), "(valid)");
+  Problem guessed = cartpole();
+  guessed.initial_guess.x.assign(21 * 4, 0.0);
+  guessed.initial_guess.u.assign(20, 0.0);
+  EXPECT_EQ(key_of_error(guessed), "(valid)");
 }
 
 TEST(Problem, EachMistakeIsNamed) {
@@ -81,6 +85,22 @@ TEST(Problem, EachMistakeIsNamed) {
          p.mpc.disturbances = {Disturbance{1, {0, 1}}};
        },
        "mpc.disturbances[0].state_kick"},
+      {[](Problem& p) {
+         p.initial_guess.x.assign(20 * 4, 0.0);  // N rows, not N+1
+         p.initial_guess.u.assign(20, 0.0);
+       },
+       "initial_guess.x"},
+      {[](Problem& p) {
+         p.initial_guess.x.assign(21 * 4, 0.0);
+         p.initial_guess.u.assign(21, 0.0);
+       },
+       "initial_guess.u"},
+      {[](Problem& p) {
+         p.initial_guess.x.assign(21 * 4, 0.0);
+         p.initial_guess.u.assign(20, 0.0);
+         p.initial_guess.lambda.assign(4, 0.0);
+       },
+       "initial_guess.lambda"},
   };
   for (const auto& [mutate, key] : cases) {
     Problem p = cartpole();

@@ -22,4 +22,14 @@ struct InitialGuess {
   bool empty() const { return x.empty(); }
 };
 
+// Reads the guess for `problem` from a solution.yaml or a trajectory.csv as `knot solve --out` writes
+// them (docs/problem-format.md, "initial_guess"); a .csv name, or a first line without ':', means CSV.
+// Sizes and names are checked against the problem: x has N+1 rows of nx, u N rows of nu, lambda
+// N+1 rows of nx, z and s one value per inequality row and y one per equality row over the knots
+// (the rows of the constraint terms active at each knot), mu > 0. A CSV's columns are found by
+// header name (every state and control name must be one; other columns are ignored), one row per
+// knot; only the last row's control cells may be empty. Every error is a ProblemError naming the
+// file, line, key or column, what was expected and what was found.
+InitialGuess read_initial_guess(const std::filesystem::path& file, const Problem& problem);
+
 }  // namespace knot::problems

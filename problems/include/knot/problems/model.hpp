@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace knot::problems {
@@ -41,6 +42,16 @@ class Kinematics {
   // column-major) is dp/dx when not null.
   virtual void frame_position(ModelData& data, const double* x, int frame, const std::array<double, 3>& offset,
                               double* p, double* J) const = 0;
+};
+
+// One value a model was built with, named as the problem file's model.params writes it: numbers
+// (one, or a vector such as gravity), or text (a path, a frame name, true/false).
+struct ModelParameter {
+  ModelParameter(std::string n, std::vector<double> v, std::string t = {})
+      : name(std::move(n)), values(std::move(v)), text(std::move(t)) {}
+  std::string name;
+  std::vector<double> values;  // empty for a text value
+  std::string text;
 };
 
 class Model {
@@ -81,6 +92,9 @@ class Model {
   // What the model's data accepted but is close to being refused, one sentence each (knot check and
   // knot solve print them); empty for most models.
   virtual std::vector<std::string> warnings() const { return {}; }
+  // The parameters the model was built with, defaults included (knot check prints them); empty when
+  // the model has none to show.
+  virtual std::vector<ModelParameter> parameters() const { return {}; }
   // Indices of the planar position (x, y) in the state, for obstacle constraints; nullopt if none.
   virtual std::optional<std::array<int, 2>> planar_position() const { return std::nullopt; }
 };

@@ -11,6 +11,7 @@
 //     KNOT_HD void dynamics(const S* x, const S* u, S* f) const;   // f = x' (or x+ if discrete)
 //     std::vector<std::string> state_names() const;   // host only
 //     std::vector<std::string> control_names() const; // host only
+//     std::vector<ModelParameter> parameters() const;  // host only, optional: what knot check prints
 //     // optional:
 //     std::optional<std::array<int, 2>> planar_position() const;
 //     bool discrete_time() const;
@@ -80,6 +81,13 @@ class ModelAdapter final : public Model {
       return model_.planar_position();
     else
       return std::nullopt;
+  }
+
+  std::vector<ModelParameter> parameters() const override {
+    if constexpr (requires { model_.parameters(); })
+      return model_.parameters();
+    else
+      return {};
   }
 
   std::unique_ptr<ModelData> make_data() const override {

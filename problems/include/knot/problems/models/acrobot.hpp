@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "knot/linalg/config.hpp"
+#include "knot/problems/model.hpp"
 
 namespace knot::problems::models {
 
@@ -73,6 +74,11 @@ struct Acrobot {
 
   std::vector<std::string> state_names() const { return {"theta1", "theta2", "theta1dot", "theta2dot"}; }
   std::vector<std::string> control_names() const { return {"tau"}; }
+  std::vector<ModelParameter> parameters() const {
+    return {{"m1", {params.m1}},   {"m2", {params.m2}},   {"l1", {params.l1}},          {"l2", {params.l2}},
+            {"lc1", {params.lc1}}, {"lc2", {params.lc2}}, {"Ic1", {params.Ic1}},        {"Ic2", {params.Ic2}},
+            {"b1", {params.b1}},   {"b2", {params.b2}},   {"gravity", {params.gravity}}};
+  }
 };
 
 }  // namespace knot::problems::models

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "knot/linalg/config.hpp"
+#include "knot/problems/model.hpp"
 
 namespace knot::problems::models {
 
@@ -58,6 +59,7 @@ struct Car {
 
   std::vector<std::string> state_names() const { return {"px", "py", "theta", "v"}; }
   std::vector<std::string> control_names() const { return {"a", "delta"}; }
+  std::vector<ModelParameter> parameters() const { return {{"wheelbase", {params.wheelbase}}}; }
   std::optional<std::array<int, 2>> planar_position() const { return std::array<int, 2>{0, 1}; }
 };
 

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "knot/linalg/config.hpp"
+#include "knot/problems/model.hpp"
 
 namespace knot::problems::models {
 
@@ -53,6 +54,12 @@ struct Cartpole {
 
   std::vector<std::string> state_names() const { return {"p", "theta", "v", "omega"}; }
   std::vector<std::string> control_names() const { return {"F"}; }
+  std::vector<ModelParameter> parameters() const {
+    return {{"cart_mass", {params.cart_mass}},
+            {"pole_mass", {params.pole_mass}},
+            {"length", {params.length}},
+            {"gravity", {params.gravity}}};
+  }
 };
 
 }  // namespace knot::problems::models

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "knot/linalg/config.hpp"
+#include "knot/problems/model.hpp"
 
 namespace knot::problems::models {
 
@@ -90,6 +91,13 @@ struct ChainOfMasses {
     return names;
   }
   std::vector<std::string> control_names() const { return {"u_x", "u_y", "u_z"}; }
+  std::vector<ModelParameter> parameters() const {
+    return {{"masses", {double(params.masses)}},
+            {"mass", {params.mass}},
+            {"stiffness", {params.stiffness}},
+            {"rest_length", {params.rest_length}},
+            {"gravity", {params.gravity}}};
+  }
 };
 
 }  // namespace knot::problems::models

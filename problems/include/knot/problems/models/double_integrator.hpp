@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "knot/linalg/config.hpp"
+#include "knot/problems/model.hpp"
 
 namespace knot::problems::models {
 
@@ -52,6 +53,7 @@ struct DoubleIntegrator {
   // p, v, a when dim = 1; p0, p1, ..., v0, ..., a0, ... otherwise.
   std::vector<std::string> state_names() const { return names({"p", "v"}); }
   std::vector<std::string> control_names() const { return names({"a"}); }
+  std::vector<ModelParameter> parameters() const { return {{"dim", {double(params.dim)}}}; }
 
  private:
   std::vector<std::string> names(std::initializer_list<const char*> prefixes) const {

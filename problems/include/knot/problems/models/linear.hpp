@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "knot/linalg/config.hpp"
+#include "knot/problems/model.hpp"
 
 namespace knot::problems::models {
 
@@ -53,6 +54,10 @@ struct Linear {
 
   std::vector<std::string> state_names() const { return names("x", params.nx); }
   std::vector<std::string> control_names() const { return names("u", params.nu); }
+  std::vector<ModelParameter> parameters() const {
+    return {
+        {"nx", {double(params.nx)}}, {"nu", {double(params.nu)}}, {"discrete", {}, params.discrete ? "true" : "false"}};
+  }
 
  private:
   static std::vector<std::string> names(const char* prefix, int n) {

@@ -47,6 +47,8 @@ class Manipulator final : public Model, public Kinematics {
   // q within the URDF position limits, |qd| within the velocity limits, |u| within the effort limits.
   ModelLimits limits() const override;
   std::vector<std::string> warnings() const override { return robot_.warnings; }
+  // urdf (the path as resolved), gravity, ee_frame (the link end-effector terms read by default).
+  std::vector<ModelParameter> parameters() const override;
 
   int frame_count() const override { return static_cast<int>(robot_.frames.size()); }
   std::string frame_name(int frame) const override;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "knot/linalg/config.hpp"
+#include "knot/problems/model.hpp"
 
 namespace knot::problems::models {
 
@@ -42,6 +43,12 @@ struct Pendulum {
 
   std::vector<std::string> state_names() const { return {"theta", "omega"}; }
   std::vector<std::string> control_names() const { return {"tau"}; }
+  std::vector<ModelParameter> parameters() const {
+    return {{"mass", {params.mass}},
+            {"length", {params.length}},
+            {"gravity", {params.gravity}},
+            {"damping", {params.damping}}};
+  }
 };
 
 }  // namespace knot::problems::models

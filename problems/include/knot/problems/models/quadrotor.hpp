@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "knot/linalg/config.hpp"
+#include "knot/problems/model.hpp"
 
 namespace knot::problems::models {
 
@@ -84,6 +85,13 @@ struct Quadrotor {
     return {"x", "y", "z", "roll", "pitch", "yaw", "xdot", "ydot", "zdot", "p", "q", "r"};
   }
   std::vector<std::string> control_names() const { return {"T0", "T1", "T2", "T3"}; }
+  std::vector<ModelParameter> parameters() const {
+    return {{"mass", {params.mass}},
+            {"arm_length", {params.arm_length}},
+            {"inertia", {params.inertia[0], params.inertia[1], params.inertia[2]}},
+            {"kM", {params.kM}},
+            {"gravity", {params.gravity}}};
+  }
 };
 
 }  // namespace knot::problems::models
