@@ -49,6 +49,10 @@ int main(int argc, char** argv) {
       ->check(file_path);
   solve->add_option("--out", sopt.out_dir, "Write DIR/trajectory.csv, DIR/stats.json and DIR/solution.yaml")
       ->check(file_path);
+  solve->add_option("--initial-guess", sopt.initial_guess,
+                    "Start from a solution.yaml (a warm start, with its multipliers) or a trajectory.csv, "
+                    "replacing the problem file's initial_guess")
+      ->check(file_path);
   solve->add_option("--linsys", sopt.linsys, "LQ backend, overriding solver.linsys")
       ->check(CLI::IsMember({"auto", "riccati", "bdsv", "pcg", "kkt_ldlt"}));
   solve->add_option("--globalization", sopt.globalization, "Line search, overriding solver.globalization")

@@ -3,7 +3,7 @@
 //
 // -v prints the iteration table live, one row per iteration as the solver's iteration callback
 // delivers it. --out DIR writes DIR/trajectory.csv, DIR/stats.json and DIR/solution.yaml (the last
-// readable by --initial-guess); --output FILE writes the trajectory CSV alone ("-": stdout, and then
+// readable by --initial-guess, which also takes a trajectory.csv); --output FILE writes the trajectory CSV alone ("-": stdout, and then
 // everything else goes to stderr so stdout stays a clean CSV). Every file is written whole or not at
 // all (write_output). Exit codes: output.hpp (0 solved, 1 input or output error, 2 not solved).
 #include <algorithm>
@@ -285,6 +285,8 @@ int run_solve(const SolveOptions& opt) {
   try {
     problem = problems::load_problem(opt.file, overrides);
     options = solver::from_settings(problem.solver);
+    // Relative to the working folder (a file's initial_guess: key is relative to the file).
+    if (!opt.initial_guess.empty()) problem.initial_guess = problems::read_initial_guess(opt.initial_guess, problem);
   } catch (const problems::ProblemError& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return kExitInput;

@@ -22,4 +22,7 @@ struct InitialGuess {
   bool empty() const { return x.empty(); }
 };
 
+// Reads a solution.yaml or trajectory.csv for `problem`, checking names and sizes (ProblemError).
+InitialGuess read_initial_guess(const std::filesystem::path& file, const Problem& problem);
+
 }  // namespace knot::problems
