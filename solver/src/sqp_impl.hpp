@@ -86,6 +86,9 @@ struct Solver::Impl {
   // has passed the solve's deadline. Reads no clock when there is no time_limit.
   bool out_of_time(const char* phase);
   void record_allocation_sizes();
+  // Copies an initial guess whose sizes were checked (guess_mismatch): warm with every multiplier,
+  // else cold from its x and u.
+  void apply_guess(const problems::InitialGuess& guess);
 
   // ---- Problem and options
   problems::Problem problem;
@@ -96,9 +99,9 @@ struct Solver::Impl {
   problems::Integrator integrator;
   std::vector<const problems::CostTerm*> costs;
 
-  // ---- Iterate: primal x, u and dual lambda, z, y live in `sol`; slacks s beside them
+  // ---- Iterate: primal x, u, dual lambda, z, y and the slacks live in `sol`
   Solution sol;
-  std::vector<double> s;
+  std::vector<double>& s = sol.s;
   Rows ineq, eq;
   double mu = 0;
   double penalty = 0;
@@ -141,6 +144,12 @@ struct Solver::Impl {
   std::vector<double> fd_w, fd_plus, fd_minus, fd_H, fd_A, fd_B;
 
   Stats stats;
+  IterationCallback callback = nullptr;
+  void* callback_user = nullptr;
+  int rows_reported = 0;  // rows of this solve already handed to the callback
+  bool interrupt = false;  // the callback asked to stop: end after measuring the next iterate
+  // Reports rows [rows_reported, stats.rows) (time-stamped) to the callback; false when it asked to stop.
+  bool report_rows();
   std::size_t bytes = 0;
   // time_limit after the start of the current solve(); time_point::max() when there is none.
   Clock::time_point t_start{}, deadline = Clock::time_point::max();

@@ -18,6 +18,7 @@ const char* to_string(Status status) {
     case Status::Infeasible: return "infeasible";
     case Status::NumericalError: return "numerical_error";
     case Status::LineSearchFailed: return "line_search_failed";
+    case Status::Interrupted: return "interrupted";
   }
   return "unknown";
 }
@@ -31,6 +32,7 @@ const char* describe(Status status) {
     case Status::Infeasible: return "the constraints could not be satisfied";
     case Status::NumericalError: return "numerical error";
     case Status::LineSearchFailed: return "the line search found no step that decreases the merit function";
+    case Status::Interrupted: return "stopped by the iteration callback";
   }
   return "unknown status";
 }

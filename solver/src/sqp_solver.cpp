@@ -86,6 +86,43 @@ LqSolver make_lq_solver(const problems::Problem& p, const SolverOptions& o) {
   return LqSolver(p.nx() + (has_rate_cost(p) ? p.nu() : 0), p.nu(), p.horizon.N, o.lq);
 }
 
+// An initial guess's vector whose size does not fit the solver: which one, and the two sizes.
+struct GuessMismatch {
+  const char* field = nullptr;  // nullptr: every size fits
+  const char* shape = "";       // how the expected size is made up
+  std::size_t expected = 0, found = 0;
+};
+
+// x and u must match; lambda, z, s and y may also be empty (not given). Allocation-free.
+GuessMismatch guess_mismatch(const Solution& sol, const problems::InitialGuess& g) {
+  const auto check = [](GuessMismatch& m, const char* field, const char* shape, std::size_t found,
+                        std::size_t expected, bool optional) {
+    if (m.field == nullptr && found != expected && !(optional && found == 0)) m = {field, shape, expected, found};
+  };
+  GuessMismatch m;
+  check(m, "x", "(N+1) nx", g.x.size(), sol.x.size(), false);
+  check(m, "u", "N nu", g.u.size(), sol.u.size(), false);
+  check(m, "lambda", "(N+1) nx", g.lambda.size(), sol.lambda.size(), true);
+  check(m, "z", "one per inequality row", g.z.size(), sol.z.size(), true);
+  check(m, "s", "one per inequality row", g.s.size(), sol.z.size(), true);
+  check(m, "y", "one per equality row", g.y.size(), sol.y.size(), true);
+  return m;
+}
+
+// Every multiplier given (with the problem's sizes, as guess_mismatch checked) and a barrier parameter.
+bool is_warm(const Solution& sol, const problems::InitialGuess& g) {
+  return g.lambda.size() == sol.lambda.size() && g.z.size() == sol.z.size() && g.s.size() == sol.z.size() &&
+         g.y.size() == sol.y.size() && g.mu > 0;
+}
+
+// The first slack or dual of a warm start that is not positive (an interior point needs s, z > 0); -1
+// when all are.
+long nonpositive_entry(const problems::InitialGuess& g) {
+  for (std::size_t i = 0; i < g.s.size(); ++i)
+    if (!(g.s[i] > 0) || !(g.z[i] > 0)) return static_cast<long>(i);
+  return -1;
+}
+
 }  // namespace
 
 void default_initial_guess(const problems::Problem& problem, std::vector<double>& x, std::vector<double>& u) {
@@ -159,6 +196,53 @@ Solver::Impl::Impl(problems::Problem p, const SolverOptions& options)
   stats.linsys = lq_solver.linsys();
   std::snprintf(sol.message_.data(), sol.message_.size(), "%s", describe(Status::NotRun));
   record_allocation_sizes();
+
+  const problems::InitialGuess& guess = problem.initial_guess;
+  if (!guess.empty()) {
+    const std::string from = guess.source.empty() ? std::string() : " in " + guess.source;
+    if (const GuessMismatch m = guess_mismatch(sol, guess); m.field != nullptr)
+      throw problem_error(problem, "initial_guess",
+                          std::string(m.field) + " of " + m.shape + " = " + std::to_string(m.expected) +
+                              " values (N = " + std::to_string(N) + ", nx = " + std::to_string(nx) +
+                              ", nu = " + std::to_string(nu) + ")",
+                          std::to_string(m.found) + " values" + from);
+    if (is_warm(sol, guess))
+      if (const long i = nonpositive_entry(guess); i >= 0)
+        throw problem_error(problem, "initial_guess", "positive slacks s and duals z",
+                            "s[" + std::to_string(i) + "] = " + std::to_string(guess.s[static_cast<std::size_t>(i)]) +
+                                ", z[" + std::to_string(i) + "] = " +
+                                std::to_string(guess.z[static_cast<std::size_t>(i)]) + from);
+    apply_guess(guess);
+  }
+}
+
+void Solver::Impl::apply_guess(const problems::InitialGuess& g) {
+  std::copy(g.x.begin(), g.x.end(), sol.x.begin());
+  std::copy(g.u.begin(), g.u.end(), sol.u.begin());
+  if (is_warm(sol, g)) {
+    std::copy(g.lambda.begin(), g.lambda.end(), sol.lambda.begin());
+    std::copy(g.z.begin(), g.z.end(), sol.z.begin());
+    std::copy(g.s.begin(), g.s.end(), s.begin());
+    std::copy(g.y.begin(), g.y.end(), sol.y.begin());
+    mu = g.mu;
+    sol.mu = mu;
+    cold = false;
+  } else {
+    std::fill(sol.lambda.begin(), sol.lambda.end(), 0.0);
+    std::fill(sol.y.begin(), sol.y.end(), 0.0);
+    cold = true;
+  }
+  warm_shift = false;
+}
+
+bool Solver::Impl::report_rows() {
+  bool go_on = true;
+  for (; rows_reported < stats.rows; ++rows_reported) {
+    IterationStats& row = stats.per_iteration[static_cast<std::size_t>(rows_reported)];
+    row.seconds = seconds_since(t_start);
+    if (callback != nullptr && !callback(row, rows_reported, callback_user)) go_on = false;
+  }
+  return go_on;
 }
 
 void Solver::Impl::record_allocation_sizes() {
@@ -225,6 +309,8 @@ Status Solver::Impl::solve(int max_steps, bool real_time) {
   stats.time = PhaseTimes{};
   sol.iterations = 0;
   set_status(Status::NotRun, nullptr);
+  rows_reported = 0;
+  interrupt = false;
   penalty = 0;
   if (cold) {
     mu = opt.mu_init;
@@ -237,6 +323,7 @@ Status Solver::Impl::solve(int max_steps, bool real_time) {
     if (!std::isfinite(v)) {
       set_status(Status::NumericalError, "the initial state has a non-finite entry");
       stats.time.total = seconds_since(t_start);
+      sol.mu = mu;
       return sol.status;
     }
 
@@ -278,6 +365,10 @@ Status Solver::Impl::solve(int max_steps, bool real_time) {
     }
     if (converged(res)) {
       set_status(Status::Solved, nullptr);
+      break;
+    }
+    if (interrupt) {
+      set_status(Status::Interrupted, "after %d steps", iter);
       break;
     }
     if (iter == max_steps) {
@@ -334,6 +425,7 @@ Status Solver::Impl::solve(int max_steps, bool real_time) {
     it.dual_step = alpha_dual;
     stats.iterations = iter + 1;
     sol.iterations = iter + 1;
+    if (!report_rows()) interrupt = true;
   }
   // Full steps (globalization none) carry no guarantee of progress toward feasibility: an iterate
   // stopped by max_iter or the time limit that still violates the constraints is no usable plan.
@@ -345,6 +437,8 @@ Status Solver::Impl::solve(int max_steps, bool real_time) {
                  "globalization none stopped by %s after %d iterations with infeasibility %.3g > tol_feasibility %.3g",
                  to_string(sol.status), sol.iterations, feasibility, opt.tol_feasibility);
   }
+  report_rows();  // the final iterate's row (its return no longer matters)
+  sol.mu = mu;
   stats.time.total = seconds_since(t_start);
   return sol.status;
 }
@@ -457,6 +551,26 @@ void Solver::set_initial_guess(std::span<const double> x, std::span<const double
   std::fill(m.sol.lambda.begin(), m.sol.lambda.end(), 0.0);
   std::fill(m.sol.y.begin(), m.sol.y.end(), 0.0);
   m.cold = true;
+}
+
+void Solver::set_warm_start(const problems::InitialGuess& guess) {
+  Impl& m = *impl_;
+  if (const GuessMismatch bad = guess_mismatch(m.sol, guess); bad.field != nullptr)
+    throw std::invalid_argument(std::string("Solver::set_warm_start (") + bad.field + "): expected " +
+                                std::to_string(bad.expected) + " values (" + bad.shape + "), found " +
+                                std::to_string(bad.found));
+  if (is_warm(m.sol, guess))
+    if (const long i = nonpositive_entry(guess); i >= 0)
+      throw std::invalid_argument("Solver::set_warm_start: slacks and duals must be positive, found s[" +
+                                  std::to_string(i) + "] = " + std::to_string(guess.s[static_cast<std::size_t>(i)]) +
+                                  ", z[" + std::to_string(i) + "] = " +
+                                  std::to_string(guess.z[static_cast<std::size_t>(i)]));
+  m.apply_guess(guess);
+}
+
+void Solver::set_iteration_callback(IterationCallback callback, void* user) {
+  impl_->callback = callback;
+  impl_->callback_user = user;
 }
 
 void Solver::shift() {

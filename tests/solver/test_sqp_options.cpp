@@ -112,12 +112,13 @@ TEST(SqpOptions, FromSettingsRejectsWhatTheSolverDoesNotOffer) {
 
 TEST(SqpOptions, EveryStatusHasANameAndAnExplanation) {
   for (Status st : {Status::NotRun, Status::Solved, Status::MaxIterations, Status::TimeLimit, Status::Infeasible,
-                    Status::NumericalError, Status::LineSearchFailed}) {
+                    Status::NumericalError, Status::LineSearchFailed, Status::Interrupted}) {
     EXPECT_STRNE(to_string(st), "unknown");
     EXPECT_STRNE(describe(st), "unknown status");
   }
   EXPECT_STREQ(to_string(Status::Solved), "solved");
   EXPECT_STREQ(to_string(Status::LineSearchFailed), "line_search_failed");
+  EXPECT_STREQ(to_string(Status::Interrupted), "interrupted");
 }
 
 }  // namespace

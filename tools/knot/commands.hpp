@@ -26,13 +26,15 @@ struct SolveOptions {
   std::string file;
   std::vector<std::string> overrides;  // --set key.path=value, in order
   std::string format = "table";        // table | json | csv
-  std::string output;                  // trajectory CSV; empty = none
+  std::string output;                  // trajectory CSV; empty = none; "-" = stdout (the summary goes to stderr)
+  std::string out_dir;                 // --out DIR: trajectory.csv, stats.json, solution.yaml; empty = none
+  std::string initial_guess;           // solution.yaml or trajectory.csv to start from; replaces the file's key
   std::string linsys;                  // overrides solver.linsys when not empty
   std::string globalization;           // filter | merit | none; empty = the problem file's
   std::string solver = "knot";         // knot | ipopt (the cross-check, when built with IPOPT)
   bool verbose = false;                // per-iteration table (also solver.verbose in the file)
 };
-// Exit 0 when solved, 1 on input errors, 2 when the solver stopped short of Solved.
+// Exit 0 when solved, 1 on input or output errors, 2 when the solver stopped short of Solved.
 int run_solve(const SolveOptions& opt);
 
 }  // namespace knot::cli

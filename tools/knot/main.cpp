@@ -1,11 +1,23 @@
 // knot: the command-line front end. Subcommands: info, check, solve, bench.
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <exception>
 #include <iostream>
 #include <spdlog/spdlog.h>
+#include <string>
 
 #include "commands.hpp"
 #include "knot/build_info.hpp"
+#include "knot/problems/error.hpp"
+#include "output.hpp"
+
+namespace {
+
+constexpr const char* kExitCodes =
+    "Exit codes (every subcommand): 0 success (solved, valid, ran), 1 invalid input or usage (a problem file,\n"
+    "an option, an unwritable output), 2 not solved (the status is in the output), 3 internal error.";
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Knot: trajectory optimization and model predictive control"};
@@ -21,8 +33,8 @@ int main(int argc, char** argv) {
       ->allow_extra_args(false);  // one key=value per --set; repeat --set for more
 
   knot::cli::SolveOptions sopt;
-  auto* solve = app.add_subcommand("solve", "Solve a problem file and print the summary (exit 0 solved, 1 input "
-                                            "error, 2 not solved)");
+  auto* solve = app.add_subcommand("solve", "Solve a problem file, print the summary, and write the trajectory, the "
+                                            "statistics and the solution on request");
   solve->add_option("file", sopt.file, "Problem file (YAML)")->required();
   solve->add_option("--set", sopt.overrides, "Override a key after extends: key.path=value (value parsed as YAML)")
       ->allow_extra_args(false);
@@ -31,7 +43,15 @@ int main(int argc, char** argv) {
   const CLI::Validator file_path(
       [](std::string& s) { return s.empty() ? std::string("expected a file path, found an empty string") : std::string(); },
       "PATH");
-  solve->add_option("--output", sopt.output, "Write the trajectory as CSV (knot, time, states, controls)")
+  solve->add_option("--output", sopt.output,
+                    "Write the trajectory as CSV (knot, time, states, controls); '-' writes it to stdout and the "
+                    "summary to stderr")
+      ->check(file_path);
+  solve->add_option("--out", sopt.out_dir, "Write DIR/trajectory.csv, DIR/stats.json and DIR/solution.yaml")
+      ->check(file_path);
+  solve->add_option("--initial-guess", sopt.initial_guess,
+                    "Start from a solution.yaml (a warm start, with its multipliers) or a trajectory.csv, "
+                    "replacing the problem file's initial_guess")
       ->check(file_path);
   solve->add_option("--linsys", sopt.linsys, "LQ backend, overriding solver.linsys")
       ->check(CLI::IsMember({"auto", "riccati", "bdsv", "pcg", "kkt_ldlt"}));
@@ -39,7 +59,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"filter", "merit", "none"}));
   solve->add_option("--solver", sopt.solver, "knot (SQP) or ipopt (the IPOPT cross-check)")
       ->check(CLI::IsMember({"knot", "ipopt"}));
-  solve->add_flag("--verbose,-v", sopt.verbose, "Print the per-iteration table");
+  solve->add_flag("--verbose,-v", sopt.verbose,
+                  "Print the iteration table live, one row per iteration (to stderr beside a JSON or CSV summary)");
 
   auto* bench = app.add_subcommand("bench", "Benchmarks");
   bench->require_subcommand(1);
@@ -49,19 +70,39 @@ int main(int argc, char** argv) {
   bench_linalg->add_option("--format", bopt.format, "Output format")->check(CLI::IsMember({"table", "csv", "json"}));
   bench_linalg->add_option("--repeats", bopt.repeats, "Timed repetitions per case (median reported)")->check(CLI::Range(1, 100000));
 
+  // The exit codes, on every subcommand's --help too; an unknown subcommand is named with the list.
+  app.footer(kExitCodes);
+  std::string subcommands;
+  for (CLI::App* sub : app.get_subcommands({})) {
+    sub->footer(kExitCodes);
+    subcommands += (subcommands.empty() ? "" : ", ") + sub->get_name();
+  }
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->check_name(argv[1]);
+    if (!known) {
+      std::fprintf(stderr, "knot: unknown subcommand '%s'; the subcommands are: %s\n", argv[1], subcommands.c_str());
+      return knot::cli::kExitInput;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0 (CLI11's success codes); every usage error is exit code 1.
+    const int code = app.exit(e);
+    return code == 0 ? knot::cli::kExitSolved : knot::cli::kExitInput;
   }
   try {
     if (*info) return knot::cli::run_info();
     if (*check) return knot::cli::run_check(copt);
     if (*solve) return knot::cli::run_solve(sopt);
     if (*bench_linalg) return knot::cli::run_bench_linalg(bopt);
+  } catch (const knot::problems::ProblemError& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return knot::cli::kExitInput;
   } catch (const std::exception& e) {
-    spdlog::error("{}", e.what());
-    return 1;
+    spdlog::error("internal error: {}", e.what());
+    return knot::cli::kExitInternal;
   }
-  return 0;
+  return knot::cli::kExitSolved;
 }

@@ -1,27 +1,34 @@
 // knot solve FILE: load a problem, solve it with Knot's SQP (or IPOPT, for the cross-check), print a
-// summary and optionally write the trajectory as CSV.
+// summary (table, JSON or CSV), and write the trajectory, the statistics and the solution on request.
 //
-// Exit codes: 0 solved; 1 input error (problem file, override, option, unwritable output, IPOPT not
-// built in); 2 the solver ran but did not reach Solved.
+// -v prints the iteration table live, one row per iteration as the solver's iteration callback
+// delivers it. --out DIR writes DIR/trajectory.csv, DIR/stats.json and DIR/solution.yaml (the last
+// readable by --initial-guess, which also takes a trajectory.csv); --output FILE writes the trajectory CSV alone ("-": stdout, and then
+// everything else goes to stderr so stdout stays a clean CSV). Every file is written whole or not at
+// all (write_output). Exit codes: output.hpp (0 solved, 1 input or output error, 2 not solved).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "knot/problems/error.hpp"
 #include "knot/problems/loader.hpp"
 #include "knot/solver/ipopt.hpp"
 #include "knot/solver/solver.hpp"
+#include "output.hpp"
+#include "report.hpp"
 
 namespace knot::cli {
 namespace {
 
-// What both solvers report, in one shape for the three output formats.
+// What both solvers report, in one shape for the three summary formats and stats.json.
 struct Report {
   std::string solver;  // "knot" or "ipopt"
   std::string settings;
@@ -31,37 +38,23 @@ struct Report {
   int iterations = 0;
   double cost = 0, stationarity = 0, feasibility = 0, complementarity = 0;
   double seconds = 0;
-  const solver::Stats* stats = nullptr;  // knot only
-  std::size_t bytes = 0;                 // knot only
+  const solver::Stats* stats = nullptr;        // knot only
+  const solver::Solution* solution = nullptr;  // knot only: the multipliers for solution.yaml
+  std::size_t bytes = 0;                       // knot only
 };
 
-std::string json_string(std::string_view text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
-
-// JSON has no NaN or Inf: those are written as null.
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
+// %.17g: a double written so that reading it back gives the same double.
+std::string number(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.17g", v);
   return buf;
+}
+
+// YAML spells the non-finite values .nan, .inf and -.inf.
+std::string yaml_number(double v) {
+  if (std::isnan(v)) return ".nan";
+  if (std::isinf(v)) return v > 0 ? ".inf" : "-.inf";
+  return number(v);
 }
 
 std::string csv_field(std::string_view text) {
@@ -71,112 +64,215 @@ std::string csv_field(std::string_view text) {
   return out + "\"";
 }
 
-void print_table(const problems::Problem& p, const Report& r, bool verbose) {
-  std::printf("problem          %s  (nx %d, nu %d, N %d, dt %g, %s)\n", p.name.c_str(), p.nx(), p.nu(), p.horizon.N,
-              p.horizon.dt, std::string(problems::to_string(p.horizon.integrator)).c_str());
-  std::printf("solver           %s (%s)\n", r.solver.c_str(), r.settings.c_str());
-  std::printf("status           %s\n", r.status.c_str());
-  std::printf("message          %s\n", r.message.c_str());
-  std::printf("iterations       %d\n", r.iterations);
-  std::printf("cost             %.12g\n", r.cost);
-  std::printf("stationarity     %.3e\n", r.stationarity);
-  std::printf("feasibility      %.3e\n", r.feasibility);
-  std::printf("complementarity  %.3e\n", r.complementarity);
+// A YAML flow scalar for a name: plain when safe, else double-quoted with escapes.
+std::string yaml_string(std::string_view text) {
+  const bool plain = !text.empty() && text.find_first_of(":#,[]{}&*!|>'\"%@`\\ \t\n") == std::string_view::npos &&
+                     text.front() != '-' && text.front() != '?';
+  if (plain) return std::string(text);
+  return nlohmann::json(std::string(text)).dump();  // a JSON string is a valid YAML double-quoted scalar
+}
+
+std::vector<std::string> state_names(const problems::Problem& p) {
+  return p.state_names.empty() ? p.model->state_names() : p.state_names;
+}
+std::vector<std::string> control_names(const problems::Problem& p) {
+  return p.control_names.empty() ? p.model->control_names() : p.control_names;
+}
+
+// ---- The live iteration table (-v), printed by the solver's iteration callback.
+
+void print_table_header(std::FILE* out) {
+  std::fprintf(out, " iter  %-9s %-20s %-10s %-10s %-10s %-9s %-9s %-9s %-4s %-9s %s\n", "time ms", "cost",
+               "stationar.", "feasib.", "complem.", "mu", "step", "dual step", "bt", "reg", "lq iters");
+  std::fflush(out);
+}
+
+bool print_table_row(const solver::IterationStats& it, int iteration, void* user) {
+  auto* out = static_cast<std::FILE*>(user);
+  std::fprintf(out, " %4d  %-9.3f %-20.12g %-10.3e %-10.3e %-10.3e %-9.2e %-9.3g %-9.3g %-4d %-9.2e %d\n", iteration,
+               1e3 * it.seconds, it.cost, it.stationarity, it.feasibility, it.complementarity, it.mu, it.step,
+               it.dual_step, it.backtracks, it.regularization, it.lq_iterations);
+  std::fflush(out);
+  return true;
+}
+
+// ---- Summaries
+
+void print_table(std::FILE* out, const problems::Problem& p, const Report& r) {
+  std::fprintf(out, "problem          %s  (nx %d, nu %d, N %d, dt %g, %s)\n", p.name.c_str(), p.nx(), p.nu(),
+               p.horizon.N, p.horizon.dt, std::string(problems::to_string(p.horizon.integrator)).c_str());
+  std::fprintf(out, "solver           %s (%s)\n", r.solver.c_str(), r.settings.c_str());
+  std::fprintf(out, "status           %s\n", r.status.c_str());
+  std::fprintf(out, "message          %s\n", r.message.c_str());
+  std::fprintf(out, "iterations       %d\n", r.iterations);
+  std::fprintf(out, "cost             %.12g\n", r.cost);
+  std::fprintf(out, "stationarity     %.3e\n", r.stationarity);
+  std::fprintf(out, "feasibility      %.3e\n", r.feasibility);
+  std::fprintf(out, "complementarity  %.3e\n", r.complementarity);
   if (r.stats) {
     const solver::PhaseTimes& t = r.stats->time;
-    std::printf("time             %.3f ms  (linearize %.3f, barrier %.3f, lq %.3f, step %.3f, line search %.3f, "
-                "convergence %.3f)\n",
-                1e3 * t.total, 1e3 * t.linearize, 1e3 * t.barrier, 1e3 * t.lq, 1e3 * t.step, 1e3 * t.line_search,
-                1e3 * t.convergence);
-    std::printf("regularized      %d iterations (largest delta %.3g)\n", r.stats->regularized,
-                r.stats->max_regularization);
-    std::printf("memory           %zu bytes allocated at creation\n", r.bytes);
+    std::fprintf(out,
+                 "time             %.3f ms  (linearize %.3f, barrier %.3f, lq %.3f, step %.3f, line search %.3f, "
+                 "convergence %.3f)\n",
+                 1e3 * t.total, 1e3 * t.linearize, 1e3 * t.barrier, 1e3 * t.lq, 1e3 * t.step, 1e3 * t.line_search,
+                 1e3 * t.convergence);
+    std::fprintf(out, "regularized      %d iterations (largest delta %.3g)\n", r.stats->regularized,
+                 r.stats->max_regularization);
+    std::fprintf(out, "memory           %zu bytes allocated at creation\n", r.bytes);
   } else {
-    std::printf("time             %.3f ms\n", 1e3 * r.seconds);
+    std::fprintf(out, "time             %.3f ms\n", 1e3 * r.seconds);
   }
-  if (verbose && r.stats) {
-    std::printf("\n iter  %-20s %-10s %-10s %-10s %-9s %-9s %-9s %-4s %-9s %s\n", "cost", "stationar.", "feasib.",
-                "complem.", "mu", "step", "dual step", "bt", "reg", "lq iters");
+}
+
+// The summary and the per-iteration table: `knot solve --format json` and DIR/stats.json.
+nlohmann::ordered_json stats_json(const problems::Problem& p, const Report& r) {
+  nlohmann::ordered_json j;
+  j["problem"] = problem_json(p);
+  j["solver"] = r.solver;
+  j["settings"] = r.settings;
+  j["status"] = r.status;
+  j["message"] = r.message;
+  j["solved"] = r.solved;
+  j["iterations"] = r.iterations;
+  j["cost"] = json_number(r.cost);
+  j["stationarity"] = json_number(r.stationarity);
+  j["feasibility"] = json_number(r.feasibility);
+  j["complementarity"] = json_number(r.complementarity);
+  j["seconds"] = json_number(r.seconds);
+  nlohmann::ordered_json history = nlohmann::ordered_json::array();
+  if (r.stats) {
+    const solver::PhaseTimes& t = r.stats->time;
+    j["time"] = {{"linearize", t.linearize}, {"barrier", t.barrier},         {"lq", t.lq},
+                 {"step", t.step},           {"line_search", t.line_search}, {"convergence", t.convergence},
+                 {"total", t.total}};
+    j["regularized"] = r.stats->regularized;
+    j["bytes_allocated"] = r.bytes;
     const auto rows = r.stats->history();
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const solver::IterationStats& it = rows[i];
-      std::printf(" %4zu  %-20.12g %-10.3e %-10.3e %-10.3e %-9.2e %-9.3g %-9.3g %-4d %-9.2e %d\n", i, it.cost,
-                  it.stationarity, it.feasibility, it.complementarity, it.mu, it.step, it.dual_step, it.backtracks,
-                  it.regularization, it.lq_iterations);
+      history.push_back({{"iteration", i},
+                         {"seconds", json_number(it.seconds)},
+                         {"cost", json_number(it.cost)},
+                         {"stationarity", json_number(it.stationarity)},
+                         {"feasibility", json_number(it.feasibility)},
+                         {"complementarity", json_number(it.complementarity)},
+                         {"mu", json_number(it.mu)},
+                         {"step", json_number(it.step)},
+                         {"dual_step", json_number(it.dual_step)},
+                         {"backtracks", it.backtracks},
+                         {"regularization", json_number(it.regularization)},
+                         {"lq_iterations", it.lq_iterations}});
     }
+  } else {  // IPOPT: its own time only, no phases, no rows
+    j["time"] = {{"total", json_number(r.seconds)}};
+    j["regularized"] = nullptr;
+    j["bytes_allocated"] = nullptr;
   }
+  j["history"] = std::move(history);
+  return j;
 }
 
-void print_json(const problems::Problem& p, const Report& r, bool verbose) {
-  std::printf("{\"problem\": %s, \"nx\": %d, \"nu\": %d, \"N\": %d, \"solver\": %s, \"settings\": %s,\n",
-              json_string(p.name).c_str(), p.nx(), p.nu(), p.horizon.N, json_string(r.solver).c_str(),
-              json_string(r.settings).c_str());
-  std::printf(" \"status\": %s, \"message\": %s, \"iterations\": %d, \"cost\": %s,\n", json_string(r.status).c_str(),
-              json_string(r.message).c_str(), r.iterations, json_number(r.cost).c_str());
-  std::printf(" \"stationarity\": %s, \"feasibility\": %s, \"complementarity\": %s, \"seconds\": %s",
-              json_number(r.stationarity).c_str(), json_number(r.feasibility).c_str(),
-              json_number(r.complementarity).c_str(), json_number(r.seconds).c_str());
-  if (r.stats) {
-    const solver::PhaseTimes& t = r.stats->time;
-    std::printf(",\n \"time\": {\"linearize\": %s, \"barrier\": %s, \"lq\": %s, \"step\": %s, \"line_search\": %s, "
-                "\"convergence\": %s, \"total\": %s},\n",
-                json_number(t.linearize).c_str(), json_number(t.barrier).c_str(), json_number(t.lq).c_str(),
-                json_number(t.step).c_str(), json_number(t.line_search).c_str(), json_number(t.convergence).c_str(),
-                json_number(t.total).c_str());
-    std::printf(" \"regularized\": %d, \"bytes_allocated\": %zu", r.stats->regularized, r.bytes);
-    if (verbose) {
-      std::printf(",\n \"history\": [");
-      const auto rows = r.stats->history();
-      for (std::size_t i = 0; i < rows.size(); ++i) {
-        const solver::IterationStats& it = rows[i];
-        std::printf("%s\n  {\"cost\": %s, \"stationarity\": %s, \"feasibility\": %s, \"complementarity\": %s, "
-                    "\"mu\": %s, \"step\": %s, \"dual_step\": %s, \"backtracks\": %d, \"regularization\": %s, "
-                    "\"lq_iterations\": %d}",
-                    i ? "," : "", json_number(it.cost).c_str(), json_number(it.stationarity).c_str(),
-                    json_number(it.feasibility).c_str(), json_number(it.complementarity).c_str(),
-                    json_number(it.mu).c_str(), json_number(it.step).c_str(), json_number(it.dual_step).c_str(),
-                    it.backtracks, json_number(it.regularization).c_str(), it.lq_iterations);
-      }
-      std::printf("]");
-    }
-  }
-  std::printf("}\n");
+std::string summary_csv(const problems::Problem& p, const Report& r) {
+  char line[512];
+  std::snprintf(line, sizeof line, "%s,%s,%s,%d,%.17g,%.6e,%.6e,%.6e,%.6e\n", csv_field(p.name).c_str(),
+                r.solver.c_str(), r.status.c_str(), r.iterations, r.cost, r.stationarity, r.feasibility,
+                r.complementarity, r.seconds);
+  return "problem,solver,status,iterations,cost,stationarity,feasibility,complementarity,seconds\n" +
+         std::string(line);
 }
 
-void print_csv(const problems::Problem& p, const Report& r) {
-  std::printf("problem,solver,status,iterations,cost,stationarity,feasibility,complementarity,seconds\n");
-  std::printf("%s,%s,%s,%d,%.17g,%.6e,%.6e,%.6e,%.6e\n", csv_field(p.name).c_str(), r.solver.c_str(),
-              r.status.c_str(), r.iterations, r.cost, r.stationarity, r.feasibility, r.complementarity, r.seconds);
-}
+// ---- Files
 
-// knot,time,<state names>,<control names>; the last knot has no control (empty fields).
-bool write_trajectory(const std::string& path, const problems::Problem& p, const std::vector<double>& x,
-                      const std::vector<double>& u) {
-  std::ofstream out(path);
-  if (!out) return false;
+// knot,time,<state names>,<control names>[,<frame>.x,.y,.z]: the last knot has no control (empty
+// cells); models with kinematics add the world position of their default frame.
+std::string trajectory_csv(const problems::Problem& p, const std::vector<double>& x, const std::vector<double>& u) {
   const int nx = p.nx(), nu = p.nu(), N = p.horizon.N;
-  const std::vector<std::string> states = p.state_names.empty() ? p.model->state_names() : p.state_names;
-  const std::vector<std::string> controls = p.control_names.empty() ? p.model->control_names() : p.control_names;
-  out << "knot,time";
-  for (const auto& n : states) out << ',' << csv_field(n);
-  for (const auto& n : controls) out << ',' << csv_field(n);
-  out << '\n';
-  char buf[32];
+  const problems::Kinematics* kin = p.model->kinematics();
+  const int frame = kin ? kin->default_frame() : -1;
+  std::unique_ptr<problems::ModelData> data = kin ? p.model->make_data() : nullptr;
+  std::string out = "knot,time";
+  for (const auto& n : state_names(p)) out += ',' + csv_field(n);
+  for (const auto& n : control_names(p)) out += ',' + csv_field(n);
+  if (kin)
+    for (const char* axis : {".x", ".y", ".z"}) out += ',' + csv_field(kin->frame_name(frame) + axis);
+  out += '\n';
   for (int k = 0; k <= N; ++k) {
-    out << k;
-    std::snprintf(buf, sizeof buf, "%.17g", k * p.horizon.dt);
-    out << ',' << buf;
-    for (int i = 0; i < nx; ++i) {
-      std::snprintf(buf, sizeof buf, "%.17g", x[static_cast<std::size_t>(k) * nx + i]);
-      out << ',' << buf;
+    out += std::to_string(k) + ',' + number(k * p.horizon.dt);
+    for (int i = 0; i < nx; ++i) out += ',' + number(x[static_cast<std::size_t>(k) * nx + i]);
+    for (int i = 0; i < nu; ++i) out += ',' + (k < N ? number(u[static_cast<std::size_t>(k) * nu + i]) : std::string());
+    if (kin) {
+      std::array<double, 3> pos{};
+      kin->frame_position(*data, x.data() + static_cast<std::size_t>(k) * nx, frame, {0.0, 0.0, 0.0}, pos.data(),
+                          nullptr);
+      for (const double v : pos) out += ',' + number(v);
     }
-    for (int i = 0; i < nu; ++i) {
-      if (k < N) std::snprintf(buf, sizeof buf, "%.17g", u[static_cast<std::size_t>(k) * nu + i]);
-      out << ',' << (k < N ? buf : "");
-    }
-    out << '\n';
+    out += '\n';
   }
-  return static_cast<bool>(out);
+  return out;
+}
+
+// Rows of `width` values, one flow sequence per line; a flat list when width is 0.
+std::string yaml_rows(const std::vector<double>& v, int width) {
+  if (v.empty()) return " []\n";
+  std::string out;
+  if (width <= 0) {
+    out = " [";
+    for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + yaml_number(v[i]);
+    return out + "]\n";
+  }
+  out = "\n";
+  for (std::size_t r = 0; r * width < v.size(); ++r) {
+    out += "  - [";
+    for (int i = 0; i < width; ++i) out += (i ? ", " : "") + yaml_number(v[r * width + i]);
+    out += "]\n";
+  }
+  return out;
+}
+
+std::string yaml_names(const std::vector<std::string>& names) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < names.size(); ++i) out += (i ? ", " : "") + yaml_string(names[i]);
+  return out + "]";
+}
+
+// The optimum in the format `--initial-guess` and `initial_guess:` read: x and u always; the
+// multipliers, slacks and barrier parameter when Knot's solver produced them (a warm start).
+std::string solution_yaml(const problems::Problem& p, const Report& r, const std::vector<double>& x,
+                          const std::vector<double>& u) {
+  std::string out = "# Written by knot solve: the optimum of " + p.name + ", readable as an initial guess\n";
+  out += "# (knot solve FILE --initial-guess solution.yaml, or `initial_guess: solution.yaml` in a problem file).\n";
+  out += "knot_solution: 1\n";
+  out += "problem: " + yaml_string(p.name) + "\n";
+  out += "status: " + r.status + "\n";
+  out += "iterations: " + std::to_string(r.iterations) + "\n";
+  out += "cost: " + yaml_number(r.cost) + "\n";
+  out += "N: " + std::to_string(p.horizon.N) + "\n";
+  out += "dt: " + number(p.horizon.dt) + "\n";
+  out += "state_names: " + yaml_names(state_names(p)) + "\n";
+  out += "control_names: " + yaml_names(control_names(p)) + "\n";
+  out += "x:" + yaml_rows(x, p.nx());
+  out += "u:" + yaml_rows(u, p.nu());
+  if (const solver::Solution* s = r.solution) {
+    out += "lambda:" + yaml_rows(s->lambda, p.nx());
+    out += "z:" + yaml_rows(s->z, 0);
+    out += "s:" + yaml_rows(s->s, 0);
+    out += "y:" + yaml_rows(s->y, 0);
+    out += "mu: " + yaml_number(s->mu) + "\n";
+  }
+  return out;
+}
+
+// Writes one file, printing the reason on failure.
+bool write_file(const std::string& path, const std::string& contents) {
+  if (const std::string why = write_output(path, contents); !why.empty()) {
+    std::fprintf(stderr, "knot solve: %s\n", why.c_str());
+    return false;
+  }
+  return true;
+}
+
+std::string out_path(const std::string& dir, const char* name) {
+  return dir.empty() || dir.back() == '/' ? dir + name : dir + "/" + name;
 }
 
 }  // namespace
@@ -189,15 +285,28 @@ int run_solve(const SolveOptions& opt) {
   try {
     problem = problems::load_problem(opt.file, overrides);
     options = solver::from_settings(problem.solver);
+    // Relative to the working folder (a file's initial_guess: key is relative to the file).
+    if (!opt.initial_guess.empty()) problem.initial_guess = problems::read_initial_guess(opt.initial_guess, problem);
   } catch (const problems::ProblemError& e) {
     std::fprintf(stderr, "%s\n", e.what());
-    return 1;
+    return kExitInput;
+  }
+  // The folder is made before the solve, so an unusable --out costs no solve.
+  if (!opt.out_dir.empty()) {
+    if (const std::string why = make_output_dir(opt.out_dir); !why.empty()) {
+      std::fprintf(stderr, "knot solve --out: %s\n", why.c_str());
+      return kExitInput;
+    }
   }
   for (const std::string& w : problem.model->warnings()) std::fprintf(stderr, "warning: %s\n", w.c_str());
   if (opt.globalization == "filter") options.globalization = solver::Globalization::Filter;
   else if (opt.globalization == "merit") options.globalization = solver::Globalization::Merit;
   else if (opt.globalization == "none") options.globalization = solver::Globalization::None;
   const bool verbose = opt.verbose || options.verbose;
+  // With the trajectory on stdout, the summary and the live table go to stderr; the live table also
+  // goes there beside a JSON or CSV summary, which must stay parseable.
+  std::FILE* summary_out = opt.output == "-" ? stderr : stdout;
+  std::FILE* live_out = opt.format == "table" ? summary_out : stderr;
 
   Report report;
   std::vector<double> x, u;
@@ -207,19 +316,21 @@ int run_solve(const SolveOptions& opt) {
     if (!solver::ipopt_available()) {
       std::fprintf(stderr, "knot solve --solver ipopt: this build has no IPOPT (install coinor-libipopt-dev and "
                            "reconfigure)\n");
-      return 1;
+      return kExitInput;
     }
     solver::IpoptOptions io;
     io.max_iter = std::max(options.max_iter, io.max_iter);
     io.time_limit = options.time_limit;
     io.memory_limit = options.memory_limit;
     io.print_level = verbose ? 5 : 0;
+    const problems::InitialGuess& guess = problem.initial_guess;
     solver::IpoptResult r;
     try {
-      r = solver::solve_with_ipopt(problem, io);
+      r = guess.empty() ? solver::solve_with_ipopt(problem, io)
+                        : solver::solve_with_ipopt(problem, io, &guess.x, &guess.u);
     } catch (const problems::ProblemError& e) {
       std::fprintf(stderr, "%s\n", e.what());
-      return 1;
+      return kExitInput;
     }
     report.solver = "ipopt";
     // Reports the Hessian IPOPT actually used (IpoptOptions' default).
@@ -245,10 +356,15 @@ int run_solve(const SolveOptions& opt) {
       knot_solver = std::make_unique<solver::Solver>(problem, options);
     } catch (const problems::ProblemError& e) {
       std::fprintf(stderr, "%s\n", e.what());
-      return 1;
+      return kExitInput;
     }
     solver::Solver& s = *knot_solver;
+    if (verbose) {
+      print_table_header(live_out);
+      s.set_iteration_callback(&print_table_row, live_out);
+    }
     s.solve();
+    if (verbose) std::fprintf(live_out, "\n");
     const solver::Solution& sol = s.solution();
     const solver::Stats& st = s.stats();
     report.solver = "knot";
@@ -267,20 +383,29 @@ int run_solve(const SolveOptions& opt) {
     }
     report.seconds = st.time.total;
     report.stats = &st;
+    report.solution = &sol;
     report.bytes = s.bytes_allocated();
     x = sol.x;
     u = sol.u;
   }
 
-  if (opt.format == "json") print_json(problem, report, verbose);
-  else if (opt.format == "csv") print_csv(problem, report);
-  else print_table(problem, report, verbose);
+  if (opt.format == "json") std::fprintf(summary_out, "%s\n", stats_json(problem, report).dump(2).c_str());
+  else if (opt.format == "csv") std::fputs(summary_csv(problem, report).c_str(), summary_out);
+  else print_table(summary_out, problem, report);
+  std::fflush(summary_out);
 
-  if (!opt.output.empty() && !x.empty() && !write_trajectory(opt.output, problem, x, u)) {
-    std::fprintf(stderr, "knot solve: cannot write the trajectory to '%s'\n", opt.output.c_str());
-    return 1;
+  bool written = true;
+  if (!x.empty()) {
+    const std::string trajectory = trajectory_csv(problem, x, u);
+    if (!opt.output.empty()) written = write_file(opt.output, trajectory) && written;
+    if (!opt.out_dir.empty()) {
+      written = write_file(out_path(opt.out_dir, "trajectory.csv"), trajectory) && written;
+      written = write_file(out_path(opt.out_dir, "stats.json"), stats_json(problem, report).dump(2) + "\n") && written;
+      written = write_file(out_path(opt.out_dir, "solution.yaml"), solution_yaml(problem, report, x, u)) && written;
+    }
   }
-  return report.solved ? 0 : 2;
+  if (!written) return kExitInput;
+  return report.solved ? kExitSolved : kExitNotSolved;
 }
 
 }  // namespace knot::cli

@@ -11,7 +11,8 @@
 // check_convergence. docs/solver.md derives every step.
 //
 // Solver allocates everything at construction; solve(), set_initial_state(), set_reference() with
-// an unchanged shape, set_initial_guess() and shift() allocate nothing. Instances share nothing
+// an unchanged shape, set_initial_guess(), set_warm_start() with matching sizes, shift() and the
+// iteration callback allocate nothing. Instances share nothing
 // mutable, so separate instances may run on separate threads. Errors in the problem throw
 // problems::ProblemError at construction; numerical trouble inside solve() is a Status.
 #pragma once
@@ -36,8 +37,10 @@ struct Solution {
   std::vector<double> u;       // N controls, nu each
   std::vector<double> lambda;  // N+1 dynamics multipliers (costates), the LQ convention of lq.hpp
   std::vector<double> z;       // inequality duals, rows of knot k at Solver::inequality_offset(k)
+  std::vector<double> s;       // inequality slacks (g + s = 0, s > 0), the layout of z
   std::vector<double> y;       // equality multipliers, rows of knot k at Solver::equality_offset(k)
   double cost = 0;             // objective at x, u
+  double mu = 0;               // barrier parameter at the end of the last solve()
   Status status = Status::NotRun;
   int iterations = 0;
 
@@ -51,11 +54,20 @@ struct Solution {
   std::array<char, 192> message_{};  // written by the solver without allocating
 };
 
+// Called by solve() once per row of Stats as soon as the row is final (row 0 = the initial iterate;
+// `iteration` is the row's index), from the solving thread, inside the solve's time. Returning false
+// stops the solve: the new iterate is still measured (its row reported too), then solve() returns
+// Interrupted, or Solved when that iterate has converged. The callback must not call back into the
+// Solver; it may allocate, but the solve's own zero-allocation guarantee then covers only the solver.
+using IterationCallback = bool (*)(const IterationStats& row, int iteration, void* user);
+
 class Solver {
  public:
   // Options from problem.solver (from_settings). Throws problems::ProblemError when the problem is
   // invalid (Problem::validate: NaN in x0, sizes), a setting is not offered, or a term cannot be
-  // treated (control_rate costs, nu = 0); the message names the key.
+  // treated (control_rate costs, nu = 0); the message names the key. A non-empty
+  // problem.initial_guess is the starting point (set_warm_start); its sizes are checked here
+  // (ProblemError, key initial_guess, naming the expected and the found sizes).
   explicit Solver(problems::Problem problem);
   // Throws std::invalid_argument when options.validate() fails, else as above. Both throw
   // problems::ProblemError (key solver.memory_limit) when estimate_workspace_bytes exceeds
@@ -90,6 +102,15 @@ class Solver {
   // A cold start from the given trajectory ((N+1) nx and N nu values): multipliers reset, slacks and
   // duals re-initialized at the first linearization. Throws std::invalid_argument on other sizes.
   void set_initial_guess(std::span<const double> x, std::span<const double> u);
+  // Starts the next solve from `guess`: x and u always; lambda, z, s, y and mu too when all of them
+  // are given (z, s and y may be empty only where the problem has no such rows; mu > 0), a warm start
+  // that keeps them (no slack re-initialization, the barrier at guess.mu); otherwise a cold start from
+  // x, u as set_initial_guess. Throws std::invalid_argument when x or u has another size, a given
+  // multiplier vector has another size than the problem's, or a warm start's slack or dual is not
+  // positive. Allocates nothing.
+  void set_warm_start(const problems::InitialGuess& guess);
+  // The per-row callback of the next solves (nullptr: none). `user` is passed through.
+  void set_iteration_callback(IterationCallback callback, void* user = nullptr);
   // Warm start for the next control step: every knot takes its successor's primal and dual values
   // (x_N and u_{N-1} stay), and the next solve starts from the barrier parameter warm_start_mu.
   void shift();

@@ -24,6 +24,7 @@ struct IterationStats {
   double step = 0;             // primal step length alpha
   double dual_step = 0;        // inequality-dual step length
   double step_norm = 0;        // inf-norm of the full primal step (dx, du)
+  double seconds = 0;          // wall clock since solve() began, when the row became final
   int backtracks = 0;          // rejected line-search trials
   int lq_iterations = 0;       // pcg iterations of the LQ solve (all tries); 0 for direct backends
   LqStatus lq_status = LqStatus::Solved;

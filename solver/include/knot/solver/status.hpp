@@ -15,6 +15,7 @@ enum class Status {
   NumericalError,    // NaN or Inf in a function, a Jacobian or a step, an integrator that failed, or the
                      // Hessian regularization exhausted (reg_max)
   LineSearchFailed,  // no step length down to min_step decreased the merit function
+  Interrupted,       // the iteration callback returned false; the iterate is the last accepted one
 };
 
 // "solved", "max_iterations", ... (the CLI's and the JSON report's spelling).
