@@ -28,6 +28,7 @@ struct SolveOptions {
   std::string format = "table";        // table | json | csv
   std::string output;                  // trajectory CSV; empty = none; "-" = stdout (the summary goes to stderr)
   std::string out_dir;                 // --out DIR: trajectory.csv, stats.json, solution.yaml; empty = none
+  bool plot = false;                   // --plot: PNG figures beside the trajectory CSV (needs --out or --output FILE)
   std::string initial_guess;           // solution.yaml or trajectory.csv to start from; replaces the file's key
   std::string linsys;                  // overrides solver.linsys when not empty
   std::string globalization;           // filter | merit | none; empty = the problem file's

@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"filter", "merit", "none"}));
   solve->add_option("--solver", sopt.solver, "knot (SQP) or ipopt (the IPOPT cross-check)")
       ->check(CLI::IsMember({"knot", "ipopt"}));
+  solve->add_flag("--plot", sopt.plot, "Draw PNG figures of the trajectory beside its CSV (with --out DIR or --output FILE)");
   solve->add_flag("--verbose,-v", sopt.verbose,
                   "Print the iteration table live, one row per iteration (to stderr beside a JSON or CSV summary)");
 

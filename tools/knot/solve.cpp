@@ -23,6 +23,7 @@
 #include "knot/solver/ipopt.hpp"
 #include "knot/solver/solver.hpp"
 #include "output.hpp"
+#include "plot.hpp"
 #include "report.hpp"
 
 namespace knot::cli {
@@ -278,6 +279,10 @@ std::string out_path(const std::string& dir, const char* name) {
 }  // namespace
 
 int run_solve(const SolveOptions& opt) {
+  if (opt.plot && opt.out_dir.empty() && (opt.output.empty() || opt.output == "-")) {
+    std::fprintf(stderr, "knot solve --plot: the figures go beside the trajectory CSV; give --out DIR or --output FILE\n");
+    return kExitInput;
+  }
   std::vector<std::string> overrides = opt.overrides;
   if (!opt.linsys.empty()) overrides.push_back("solver.linsys=" + opt.linsys);
   problems::Problem problem;
@@ -405,6 +410,14 @@ int run_solve(const SolveOptions& opt) {
     }
   }
   if (!written) return kExitInput;
+  if (opt.plot && !x.empty()) {
+    const std::string csv = !opt.out_dir.empty() ? out_path(opt.out_dir, "trajectory.csv") : opt.output;
+    std::vector<std::string> pngs;
+    // A figure that cannot be drawn is a warning: the solve and its files are done.
+    if (const std::string why = plot_files({csv}, "", pngs); !why.empty())
+      std::fprintf(stderr, "knot solve --plot: %s\n", why.c_str());
+    for (const std::string& png : pngs) std::fprintf(summary_out, "figure           %s\n", png.c_str());
+  }
   return report.solved ? kExitSolved : kExitNotSolved;
 }
 
