@@ -150,10 +150,7 @@ Weight read_weights(const Node& n, const std::string& path, int dim, std::string
 
 // --- references --------------------------------------------------------------------------------
 
-struct Table {
-  std::vector<std::vector<double>> rows;
-  std::vector<int> lines;  // line of each row in the file
-};
+}  // namespace
 
 // Numbers separated by commas or whitespace, one row per line; '#' starts a comment; one line
 // that is not all numbers is allowed before the first row (a header).
@@ -223,6 +220,8 @@ Table read_table(const std::filesystem::path& file, const Node& file_node, const
   if (t.rows.empty()) throw ProblemError(SourceLocation{name, 0, 0}, path, "at least one row of numbers", "none");
   return t;
 }
+
+namespace {
 
 // A constant vector, or {file: table.csv, columns: [...]} with one row per knot from knot 0.
 Reference read_reference(const MapReader& r, int dim, std::string_view size_name) {
