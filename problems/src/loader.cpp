@@ -524,9 +524,11 @@ MpcSettings read_mpc(const MapReader& top, const Problem& p) {
   integer("iterations_per_step", s.iterations_per_step);
   number("time_limit", s.time_limit);
   number("control_rate", s.control_rate);
-  number("duration", s.duration);
-  if (const Node* n = r.find("steps")) {
-    if (r.find("duration"))
+  // A null duration or steps reads as absent, so `--set mpc.steps=null` lets a duration through.
+  const Node* duration = r.find("duration");
+  if (duration && !duration->is_null()) s.duration = yaml::to_number(*duration, r.key_path("duration"));
+  if (const Node* n = r.find("steps"); n && !n->is_null()) {
+    if (duration && !duration->is_null())
       yaml::fail(*n, r.key_path("steps"), "either mpc.duration or mpc.steps", "both mpc.duration and mpc.steps");
     s.steps = static_cast<int>(yaml::to_integer(*n, r.key_path("steps"), 1, 1000000000));
   }
