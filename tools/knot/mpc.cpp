@@ -66,34 +66,44 @@ std::string closed_loop_csv(const ClosedLoop& loop) {
   if (loop.ee_frame() >= 0) frame = p.mpc.plant_model && p.mpc.plant_model->kinematics()
                                         ? p.mpc.plant_model->kinematics()->frame_name(loop.ee_frame())
                                         : p.model->kinematics()->frame_name(loop.ee_frame());
+  // Cells appended piecewise: GCC 12 warns (-Wrestrict, a false positive) on "," + std::string.
   std::string out = "step,time";
-  for (int j = 0; j < nx; ++j) out += "," + state_name(j);
-  for (int j = 0; j < nu; ++j) out += "," + control_name(j);
-  if (!r.ee.empty()) out += "," + frame + ".x," + frame + ".y," + frame + ".z";
+  const auto cell = [&out](const std::string& v) { out.append(",").append(v); };
+  const auto named = [&cell](std::string prefix, const std::string& name, const char* suffix = "") {
+    cell(prefix.append(name).append(suffix));
+  };
+  for (int j = 0; j < nx; ++j) cell(state_name(j));
+  for (int j = 0; j < nu; ++j) cell(control_name(j));
+  if (!r.ee.empty())
+    for (const char* axis : {".x", ".y", ".z"}) named("", frame, axis);
   if (!r.x_ref.empty())
-    for (int j = 0; j < nx; ++j) out += ",ref." + state_name(j);
-  if (!r.ee_ref.empty()) out += ",ref." + frame + ".x,ref." + frame + ".y,ref." + frame + ".z";
+    for (int j = 0; j < nx; ++j) named("ref.", state_name(j));
+  if (!r.ee_ref.empty())
+    for (const char* axis : {".x", ".y", ".z"}) named("ref.", frame, axis);
   out += ",solve_time,status,iterations,deadline_miss\n";
   const int rows = final_row ? K + 1 : K;
+  const auto at = [](const std::vector<double>& v, int i, int w, int j) { return v[static_cast<std::size_t>(i) * w + j]; };
   for (int i = 0; i < rows; ++i) {
     const bool step = i < K;
-    const auto at = [](const std::vector<double>& v, int i, int w, int j) {
-      return v[static_cast<std::size_t>(i) * w + j];
-    };
-    out += std::to_string(i) + "," + number(r.time[i]);
-    for (int j = 0; j < nx; ++j) out += "," + number(at(r.x, i, nx, j));
-    for (int j = 0; j < nu; ++j) out += "," + (step ? number(at(r.u, i, nu, j)) : std::string());
+    out.append(std::to_string(i));
+    cell(number(r.time[i]));
+    for (int j = 0; j < nx; ++j) cell(number(at(r.x, i, nx, j)));
+    for (int j = 0; j < nu; ++j) cell(step ? number(at(r.u, i, nu, j)) : std::string());
     if (!r.ee.empty())
-      for (int j = 0; j < 3; ++j) out += "," + number(at(r.ee, i, 3, j));
+      for (int j = 0; j < 3; ++j) cell(number(at(r.ee, i, 3, j)));
     if (!r.x_ref.empty())
-      for (int j = 0; j < nx; ++j) out += "," + number(at(r.x_ref, i, nx, j));
+      for (int j = 0; j < nx; ++j) cell(number(at(r.x_ref, i, nx, j)));
     if (!r.ee_ref.empty())
-      for (int j = 0; j < 3; ++j) out += "," + number(at(r.ee_ref, i, 3, j));
-    if (step)
-      out += "," + number(r.solve_time[i]) + "," + solver::to_string(r.status[i]) + "," +
-             std::to_string(r.iterations[i]) + "," + (r.deadline_miss[i] ? "1" : "0") + "\n";
-    else
-      out += ",,,,\n";
+      for (int j = 0; j < 3; ++j) cell(number(at(r.ee_ref, i, 3, j)));
+    if (step) {
+      cell(number(r.solve_time[i]));
+      cell(solver::to_string(r.status[i]));
+      cell(std::to_string(r.iterations[i]));
+      cell(r.deadline_miss[i] ? "1" : "0");
+      out.append("\n");
+    } else {
+      out.append(",,,,\n");
+    }
   }
   return out;
 }
