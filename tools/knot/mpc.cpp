@@ -60,8 +60,10 @@ std::string closed_loop_csv(const ClosedLoop& loop) {
   const solver::ClosedLoopRecord& r = loop.record();
   const int nx = r.nx, nu = r.nu, K = loop.steps_done();
   const bool final_row = K == loop.steps();
-  const auto state_name = [&](int j) { return p.state_names.empty() ? "x" + std::to_string(j) : p.state_names[j]; };
-  const auto control_name = [&](int j) { return p.control_names.empty() ? "u" + std::to_string(j) : p.control_names[j]; };
+  const auto state_name = [&](int j) { return p.state_names.empty() ? std::string("x").append(std::to_string(j)) : p.state_names[j]; };
+  const auto control_name = [&](int j) {
+    return p.control_names.empty() ? std::string("u").append(std::to_string(j)) : p.control_names[j];
+  };
   std::string frame;
   if (loop.ee_frame() >= 0) frame = p.mpc.plant_model && p.mpc.plant_model->kinematics()
                                         ? p.mpc.plant_model->kinematics()->frame_name(loop.ee_frame())
