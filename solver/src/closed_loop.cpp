@@ -343,7 +343,7 @@ ClosedLoopSummary ClosedLoop::summary() const {
     const problems::Weight* W = p.costs[tracked_state_]->weight();
     for (int j = 0; j < nx_; ++j)
       if (!W || (*W)(j, j) > 0)
-        add_tracking(p.state_names.empty() ? "x" + std::to_string(j) : p.state_names[j], [&](int i) {
+        add_tracking(p.state_names.empty() ? std::string("x").append(std::to_string(j)) : p.state_names[j], [&](int i) {
           return r.x[static_cast<std::size_t>(i) * nx_ + j] - r.x_ref[static_cast<std::size_t>(i) * nx_ + j];
         });
   }
