@@ -179,6 +179,37 @@ mpc: {mode: sqp, iterations_per_step: 3, time_limit: 0.004, control_rate: 100, d
   EXPECT_EQ(m.seed, 12345678901ull);
 }
 
+// plant.params are merged onto model.params for the plant alone: the controller's model keeps its
+// values, the plant's dynamics differ, and each override is kept with both values (a default the
+// file never wrote included).
+TEST(Loader, PlantParamsOverrideOnlyThePlant) {
+  const Problem p = from_string(R"(
+name: p
+model: {type: cartpole, params: {pole_mass: 0.1, length: 0.8}}
+horizon: {N: 20, dt: 0.05}
+x0: [0, 3, 0, 0]
+mpc: {plant: {params: {length: 1.0, gravity: 9.0}}}
+)");
+  ASSERT_NE(p.mpc.plant_model, nullptr);
+  ASSERT_EQ(p.mpc.plant_params.size(), 2u);
+  EXPECT_EQ(p.mpc.plant_params[0].name, "length");
+  EXPECT_EQ(p.mpc.plant_params[0].model_value, (std::vector<double>{0.8}));
+  EXPECT_EQ(p.mpc.plant_params[0].plant_value, (std::vector<double>{1.0}));
+  EXPECT_EQ(p.mpc.plant_params[1].name, "gravity");
+  EXPECT_EQ(p.mpc.plant_params[1].model_value, (std::vector<double>{9.81}));  // the model's default
+  EXPECT_EQ(p.mpc.plant_params[1].plant_value, (std::vector<double>{9.0}));
+  const double x[4] = {0, 0.5, 0, 0}, u[1] = {0};
+  double f_model[4], f_plant[4];
+  auto dm = p.model->make_data();
+  auto dp = p.mpc.plant_model->make_data();
+  p.model->dynamics(*dm, x, u, f_model);
+  p.mpc.plant_model->dynamics(*dp, x, u, f_plant);
+  EXPECT_NE(f_model[3], f_plant[3]);  // the pole's angular acceleration depends on length and gravity
+  // Without plant.params the plant is the model itself.
+  EXPECT_EQ(from_string(kCartpole).mpc.plant_model, nullptr);
+  EXPECT_TRUE(contains(describe(p), "params length 0.8 -> 1, gravity 9.81 -> 9\n"));
+}
+
 TEST(Loader, NumbersFollowTheYamlCoreSchema) {
   const Problem p = from_string(R"(
 name: p
