@@ -143,6 +143,30 @@ TEST(ClosedLoop, IiwaWithAFrozenReferenceMissesThePath) {
   EXPECT_GT(path_error_rms(loop.record(), path), kPathRmsBound);
 }
 
+// A timed reference table: rows at t = 0 and 2 s, linear in between. The record's x_ref at t_i and
+// the solver's knot k (at t_i + k dt) read the interpolated row, here p_ref(t) = 0.1 t, until 2 s,
+// then the last row.
+TEST(ClosedLoop, ATimedReferenceIsInterpolatedAtEachKnotsTime) {
+  problems::Problem p = load_config("cartpole_mpc", {"mpc.steps=5", "mpc.duration=null"});
+  problems::MpcReference ref;
+  ref.cost = "state";
+  ref.dim = 4;
+  ref.times = {0, 2};
+  ref.values = {0, 0, 0, 0, 0.2, 0, 0, 0};
+  p.mpc.references = {ref};
+  ClosedLoop loop(p);
+  loop.run();
+  const ClosedLoopRecord& r = loop.record();
+  for (int i = 0; i <= 5; ++i) EXPECT_NEAR(r.x_ref[static_cast<std::size_t>(i) * 4], 0.1 * r.time[i], 1e-15) << i;
+  const problems::Reference& window = *loop.problem().costs[0]->reference();
+  ASSERT_EQ(window.rows(), p.horizon.N + 1);
+  const double t4 = 4 * loop.period();  // the last step solved at t_4
+  for (int k : {0, 10, 60}) {
+    const double t = t4 + k * p.horizon.dt;
+    EXPECT_NEAR(window.at(k)[0], t < 2 ? 0.1 * t : 0.2, 1e-15) << k;
+  }
+}
+
 bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
 }
