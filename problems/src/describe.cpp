@@ -153,13 +153,41 @@ std::string describe(const Problem& p) {
     << ", regularization " << text::format_number(s.regularization) << ", mu_init " << text::format_number(s.mu_init) << ", verbose "
     << (s.verbose ? "true" : "false") << ", memory_limit " << text::format_number(s.memory_limit) << " GiB\n";
   const MpcSettings& m = p.mpc;
-  o << "mpc          control_rate " << (m.control_rate > 0 ? text::format_number(m.control_rate) + " Hz" : "1/dt") << ", duration "
-    << text::format_number(m.duration) << " s, iterations_per_step " << m.iterations_per_step << ", noise_std " << text::format_number(m.noise_std)
-    << ", seed " << m.seed << "\n             plant_params_scale "
-    << (m.plant_params_scale.empty() ? "none" : list(m.plant_params_scale)) << ", disturbances "
-    << m.disturbances.size();
+  const double period = mpc_period(m, p.horizon.dt);
+  const auto value = [](const std::vector<double>& v) {
+    return v.empty() ? std::string("?") : v.size() == 1 ? text::format_number(v[0]) : list(v);
+  };
+  o << "mpc          mode " << m.mode;
+  if (m.mode == "rti") o << ", iterations_per_step " << m.iterations_per_step;
+  else o << ", time_limit " << (m.time_limit > 0 ? text::format_number(m.time_limit) + " s" : "the control period");
+  o << ", control_rate " << text::format_number(1.0 / period) << " Hz" << (m.control_rate > 0 ? "" : " (1/dt)")
+    << ", control period " << text::format_number(period) << " s\n             ";
+  if (m.steps > 0) o << "steps " << m.steps;
+  else o << "duration " << text::format_number(m.duration) << " s";
+  o << " (" << mpc_steps(m, p.horizon.dt) << " steps), warm_start " << m.warm_start << ", seed " << m.seed
+    << "\n             plant: " << to_string(m.plant_integrator) << ", " << m.plant_substeps << " substeps per period, "
+    << (m.plant_params.empty() ? "the model's parameters" : "params");
+  for (std::size_t i = 0; i < m.plant_params.size(); ++i)
+    o << (i == 0 ? " " : ", ") << m.plant_params[i].name << " " << value(m.plant_params[i].model_value) << " -> "
+      << value(m.plant_params[i].plant_value);
+  o << "\n             process_noise " << (m.process_noise.empty() ? "none" : list(m.process_noise))
+    << ", measurement_noise " << (m.measurement_noise.empty() ? "none" : list(m.measurement_noise))
+    << ", disturbances " << m.disturbances.size();
   for (const Disturbance& d : m.disturbances)
     o << "\n               at " << text::format_number(d.time) << " s: " << list(d.state_kick);
+  o << "\n             reference: ";
+  if (m.references.empty()) {
+    std::string moving;
+    for (const auto& c : p.costs)
+      if (const Reference* r = c->reference(); r && r->rows() > 1)
+        moving += (moving.empty() ? "" : ", ") + c->info().name + " (" + std::to_string(r->rows()) + " rows)";
+    o << (moving.empty() ? "constant (no cost has one row per knot)"
+                         : "the per-knot rows of " + moving + " move with time, row r at r dt");
+  }
+  for (const MpcReference& r : m.references)
+    o << "cost " << r.cost << " from " << r.source << ", " << r.rows() << " rows"
+      << (r.times.empty() ? ", row r at r dt" : ", times " + text::format_number(r.times.front()) + " .. " +
+                                                     text::format_number(r.times.back()) + " s");
   o << "\n";
   return o.str();
 }

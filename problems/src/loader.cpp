@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "knot/problems/registry.hpp"
+#include "text.hpp"
 #include "loader_terms.hpp"
 #include "settings_check.hpp"
 #include "yaml_reader.hpp"
@@ -307,21 +308,235 @@ SolverSettings read_solver(const MapReader& top) {
   return s;
 }
 
-MpcSettings read_mpc(const MapReader& top, int nx) {
+// Forwards to a ParamReader and keeps the value of every number or list a factory read (its
+// default when absent), so `knot check` can print a plant parameter beside the model's.
+class RecordingReader final : public ParamReader {
+ public:
+  explicit RecordingReader(const ParamReader& inner) : inner_(inner) {}
+  std::vector<std::pair<std::string, std::vector<double>>> values;
+
+  bool has(std::string_view key) const override { return inner_.has(key); }
+  double number(std::string_view key, double fallback, double lo, double hi) const override {
+    const double v = inner_.number(key, fallback, lo, hi);
+    keep(key, {v});
+    return v;
+  }
+  int integer(std::string_view key, int fallback, int lo, int hi) const override {
+    const int v = inner_.integer(key, fallback, lo, hi);
+    keep(key, {static_cast<double>(v)});
+    return v;
+  }
+  bool boolean(std::string_view key, bool fallback) const override { return inner_.boolean(key, fallback); }
+  std::vector<double> vector(std::string_view key, std::vector<double> fallback, std::size_t size) const override {
+    std::vector<double> v = inner_.vector(key, std::move(fallback), size);
+    keep(key, v);
+    return v;
+  }
+  std::vector<double> matrix(std::string_view key, int rows, int cols) const override {
+    return inner_.matrix(key, rows, cols);
+  }
+  std::array<int, 2> shape(std::string_view key) const override { return inner_.shape(key); }
+  std::string string(std::string_view key, std::string fallback) const override {
+    return inner_.string(key, std::move(fallback));
+  }
+  std::string path(std::string_view key) const override { return inner_.path(key); }
+  [[noreturn]] void fail(std::string_view key, std::string expected, std::string found) const override {
+    inner_.fail(key, std::move(expected), std::move(found));
+    throw std::logic_error("ParamReader::fail returned");
+  }
+
+  const std::vector<double>* find(std::string_view key) const {
+    for (const auto& [k, v] : values)
+      if (k == key) return &v;
+    return nullptr;
+  }
+
+ private:
+  void keep(std::string_view key, std::vector<double> v) const {
+    auto& self = const_cast<RecordingReader&>(*this);
+    self.values.emplace_back(std::string(key), std::move(v));
+  }
+  const ParamReader& inner_;
+};
+
+std::shared_ptr<const Model> build_model(std::string_view type, const ParamReader& params, const Node& type_node) {
+  try {
+    return make_model(type, params, "model.type");
+  } catch (const ProblemError& e) {
+    if (!e.where().file.empty() || e.where().line != 0) throw;
+    throw ProblemError(type_node.at.location(), e.key_path(), e.expected(), e.found());
+  } catch (const std::invalid_argument& e) {
+    yaml::fail(type_node, "model.type", "parameters the model accepts", e.what());
+  }
+}
+
+// mpc.plant: {integrator, substeps, params}. params are merged onto model.params and the model is
+// built again for the plant, so a parameter the model does not know is reported as model.params
+// would report it (position, did-you-mean).
+void read_plant(const MapReader& mpc, const MapReader& top, const Model& model, MpcSettings& s) {
+  const Node* node = mpc.find("plant");
+  if (!node || node->is_null()) return;
+  const MapReader r(node, mpc.key_path("plant"), node->at);
+  r.allow_only({"integrator", "substeps", "params"});
+  if (const Node* n = r.find("integrator")) {
+    std::vector<std::string> names;
+    for (std::string_view t : integrator_names()) names.emplace_back(t);
+    const std::string name = yaml::to_string(*n, r.key_path("integrator"));
+    const auto type = parse_integrator(name);
+    if (!type) {
+      const std::string near = yaml::closest(name, names);
+      yaml::fail(*n, r.key_path("integrator"), "one of " + yaml::join_alternatives(names), yaml::quote(name),
+                 near.empty() ? "" : "did you mean '" + near + "'?");
+    }
+    if (*type == IntegratorType::SemiImplicitEuler && model.nq() == 0)
+      yaml::fail(*n, r.key_path("integrator"),
+                 "an integrator the model supports (semi_implicit_euler needs a model with positions and velocities)",
+                 "semi_implicit_euler with model '" + std::string(model.type()) + "'");
+    s.plant_integrator = *type;
+  }
+  if (const Node* n = r.find("substeps"))
+    s.plant_substeps = static_cast<int>(yaml::to_integer(*n, r.key_path("substeps"), 1, 100000));
+  const Node* params = r.find("params");
+  if (!params || params->is_null()) return;
+  const std::string path = r.key_path("params");
+  if (!params->is_map()) yaml::fail(*params, path, "a mapping of model parameters");
+  if (params->entries.empty()) return;
+
+  const Node& model_node = *top.find("model");
+  const yaml::Entry* type_entry = model_node.find("type");
+  const yaml::Entry* model_params = model_node.find("params");
+  Node merged = model_params ? model_params->value : Node{};
+  if (!merged.is_map()) {
+    merged = Node{};
+    merged.kind = Node::Kind::Map;
+    merged.at = params->at;
+  }
+  yaml::merge_into(merged, Node(*params));
+  const std::string type(model.type());
+  const MapReader plant_reader(&merged, path, params->at);
+  RecordingReader plant_values(plant_reader);
+  s.plant_model = build_model(type, plant_values, type_entry->value);
+  plant_reader.finish();
+  if (!s.plant_model || s.plant_model->nx() != model.nx() || s.plant_model->nu() != model.nu())
+    yaml::fail(*params, path, "parameters that keep the model's nx and nu", "a plant of another size");
+
+  const MapReader model_reader(model_params ? &model_params->value : nullptr, "model.params", type_entry->value.at);
+  RecordingReader model_values(model_reader);
+  build_model(type, model_values, type_entry->value);
+  for (const yaml::Entry& e : params->entries) {
+    PlantParam pp;
+    pp.name = e.key;
+    if (const auto* v = model_values.find(e.key)) pp.model_value = *v;
+    if (const auto* v = plant_values.find(e.key)) pp.plant_value = *v;
+    s.plant_params.push_back(std::move(pp));
+  }
+}
+
+// A noise sigma: one number for every state, or a list of nx.
+std::vector<double> read_noise(const MapReader& r, const char* key, int nx) {
+  const Node* n = r.find(key);
+  if (!n || n->is_null()) return {};
+  const std::string path = r.key_path(key);
+  if (n->is_sequence()) return yaml::to_vector(*n, path, static_cast<std::size_t>(nx), Range::nonnegative(), false, "nx");
+  if (!n->is_scalar()) yaml::fail(*n, path, "a number >= 0 or a list of " + std::to_string(nx) + " numbers (nx)");
+  const double sigma = yaml::to_number(*n, path, Range::nonnegative());
+  if (sigma == 0) return {};
+  return std::vector<double>(static_cast<std::size_t>(nx), sigma);
+}
+
+// mpc.reference: {cost, file, columns, time_column}.
+MpcReference read_mpc_reference(const MapReader& mpc, const Problem& p) {
+  const Node& node = *mpc.find("reference");
+  const std::string path = mpc.key_path("reference");
+  if (!node.is_map()) yaml::fail(node, path, "a mapping {cost, file, columns, time_column}");
+  const MapReader r(&node, path, node.at);
+  r.allow_only({"cost", "file", "columns", "time_column"});
+  std::vector<std::string> names;
+  for (const auto& c : p.costs)
+    if (c->reference()) names.push_back(c->info().name);
+  const std::string expected =
+      names.empty() ? "the name of a cost with a reference (this problem has none)"
+                    : "the name of a cost with a reference: " + yaml::join_alternatives(names);
+  const Node& cost_node = r.require("cost", expected);
+  MpcReference out;
+  out.cost = yaml::to_string(cost_node, r.key_path("cost"));
+  const CostTerm* term = nullptr;
+  for (const auto& c : p.costs)
+    if (c->reference() && c->info().name == out.cost) term = c.get();
+  if (!term) {
+    const std::string near = yaml::closest(out.cost, names);
+    yaml::fail(cost_node, r.key_path("cost"), expected, yaml::quote(out.cost),
+               near.empty() ? "" : "did you mean '" + near + "'?");
+  }
+  out.dim = term->reference()->dim;
+  const Node& file_node = r.require("file", "a path to a table of numbers (CSV)");
+  const std::filesystem::path file = yaml::resolve_file(file_node, r.key_path("file"));
+  out.source = file.string();
+  const detail::NumberTable t = detail::read_number_table(file, file_node, r.key_path("file"));
+  const long long width = static_cast<long long>(t.rows[0].size());
+  long long time_column = -1;
+  const Node* tc = r.find("time_column");
+  if (tc) time_column = yaml::to_integer(*tc, r.key_path("time_column"), 0, width - 1);
+  std::vector<long long> columns;
+  if (const Node* cols = r.find("columns")) {
+    if (!cols->is_sequence() || cols->items.size() != static_cast<std::size_t>(out.dim))
+      yaml::fail(*cols, r.key_path("columns"), "a list of " + std::to_string(out.dim) + " column indices");
+    for (std::size_t i = 0; i < cols->items.size(); ++i)
+      columns.push_back(yaml::to_integer(cols->items[i], yaml::index_path(r.key_path("columns"), i), 0, width - 1));
+  } else {
+    for (long long c = 0; c < width; ++c)
+      if (c != time_column) columns.push_back(c);
+    if (columns.size() != static_cast<std::size_t>(out.dim))
+      yaml::fail(file_node, r.key_path("file"),
+                 "a table of " + std::to_string(out.dim) + " value columns, or `columns:` to pick them",
+                 std::to_string(columns.size()) + " in " + file.string());
+  }
+  for (std::size_t i = 0; i < t.rows.size(); ++i) {
+    for (long long c : columns) out.values.push_back(t.rows[i][static_cast<std::size_t>(c)]);
+    if (time_column >= 0) {
+      const double time = t.rows[i][static_cast<std::size_t>(time_column)];
+      if (i > 0 && !(time > out.times.back()))
+        throw ProblemError(SourceLocation{file.string(), t.lines[i], 1}, r.key_path("time_column"),
+                           "times that increase row by row", yaml::quote(text::format_number(time)) + " after " +
+                                                                 text::format_number(out.times.back()));
+      out.times.push_back(time);
+    }
+  }
+  return out;
+}
+
+MpcSettings read_mpc(const MapReader& top, const Problem& p) {
+  const int nx = p.nx();
   const Node* node = top.find("mpc");
   const MapReader r(node, "mpc", top.where());
-  r.allow_only(
-      {"control_rate", "duration", "iterations_per_step", "plant_params_scale", "disturbances", "noise_std", "seed"});
+  r.allow_only({"mode", "iterations_per_step", "time_limit", "control_rate", "duration", "steps", "warm_start",
+                "plant", "process_noise", "measurement_noise", "disturbances", "seed", "reference"});
   MpcSettings s;
   const auto number = [&](const char* key, double& v) {
     if (const Node* n = r.find(key)) v = yaml::to_number(*n, r.key_path(key));
   };
+  const auto integer = [&](const char* key, int& v) {
+    if (const Node* n = r.find(key)) v = static_cast<int>(yaml::to_integer(*n, r.key_path(key), INT_MIN, INT_MAX));
+  };
+  const auto text = [&](const char* key, std::string& v) {
+    if (const Node* n = r.find(key)) v = yaml::to_string(*n, r.key_path(key));
+  };
+  text("mode", s.mode);
+  integer("iterations_per_step", s.iterations_per_step);
+  number("time_limit", s.time_limit);
   number("control_rate", s.control_rate);
-  number("duration", s.duration);
-  if (const Node* n = r.find("iterations_per_step"))
-    s.iterations_per_step = static_cast<int>(yaml::to_integer(*n, r.key_path("iterations_per_step"), INT_MIN, INT_MAX));
-  if (const Node* n = r.find("plant_params_scale"))
-    s.plant_params_scale = yaml::to_vector(*n, r.key_path("plant_params_scale"), 0);
+  // A null duration or steps reads as absent, so `--set mpc.steps=null` lets a duration through.
+  const Node* duration = r.find("duration");
+  if (duration && !duration->is_null()) s.duration = yaml::to_number(*duration, r.key_path("duration"));
+  if (const Node* n = r.find("steps"); n && !n->is_null()) {
+    if (duration && !duration->is_null())
+      yaml::fail(*n, r.key_path("steps"), "either mpc.duration or mpc.steps", "both mpc.duration and mpc.steps");
+    s.steps = static_cast<int>(yaml::to_integer(*n, r.key_path("steps"), 1, 1000000000));
+  }
+  text("warm_start", s.warm_start);
+  read_plant(r, top, *p.model, s);
+  s.process_noise = read_noise(r, "process_noise", nx);
+  s.measurement_noise = read_noise(r, "measurement_noise", nx);
   if (const Node* n = r.find("disturbances"); n && !n->is_null()) {
     const std::string path = r.key_path("disturbances");
     if (!n->is_sequence()) yaml::fail(*n, path, "a list of {time, state_kick}");
@@ -335,9 +550,9 @@ MpcSettings read_mpc(const MapReader& top, int nx) {
       s.disturbances.push_back(std::move(dist));
     }
   }
-  number("noise_std", s.noise_std);
   if (const Node* n = r.find("seed"))
     s.seed = static_cast<std::uint64_t>(yaml::to_integer(*n, r.key_path("seed"), 0, LLONG_MAX));
+  if (const Node* n = r.find("reference"); n && !n->is_null()) s.references.push_back(read_mpc_reference(r, p));
   if (const auto issue = detail::check(s)) settings_error(r, node, *issue);
   return s;
 }
@@ -361,7 +576,7 @@ Problem build(const Node& root, const std::string& source) {
   p.costs = detail::read_costs(top.find("costs"), p.model);
   p.constraints = detail::read_constraints(top.find("constraints"), p.model);
   p.solver = read_solver(top);
-  p.mpc = read_mpc(top, nx);
+  p.mpc = read_mpc(top, p);
   p.validate();
   // Last: the guess is checked against the problem's sizes, names and constraint rows.
   if (const Node* n = top.find("initial_guess"); n && !n->is_null())

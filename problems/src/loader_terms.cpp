@@ -555,4 +555,28 @@ std::vector<std::shared_ptr<ConstraintTerm>> read_constraints(const Node* list,
   return out;
 }
 
+
+NumberTable read_number_table(const std::filesystem::path& file, const Node& file_node, const std::string& path) {
+  Table t;
+  read_table(file, file_node, path, t);
+  NumberTable out;
+  out.lines = t.lines;
+  out.rows.reserve(t.rows.size());
+  const std::string name = file.string();
+  for (std::size_t k = 0; k < t.rows.size(); ++k) {
+    std::vector<double>& row = out.rows.emplace_back();
+    row.reserve(t.rows[k].size());
+    for (std::size_t c = 0; c < t.rows[k].size(); ++c) {
+      const Cell& cell = t.rows[k][c];
+      const yaml::Number x = yaml::parse_number(cell.text);
+      if (x.cls != yaml::NumberClass::Finite)
+        throw ProblemError(SourceLocation{name, t.lines[k], cell.column}, path,
+                           "a finite number in column " + std::to_string(c),
+                           cell.text.empty() ? std::string("an empty cell") : yaml::quote(cell.text));
+      row.push_back(x.value);
+    }
+  }
+  return out;
+}
+
 }  // namespace knot::problems::detail

@@ -78,6 +78,25 @@ void Problem::validate() const {
     if (mpc.disturbances[i].state_kick.size() != unx)
       fail("mpc." + at("disturbances", i) + ".state_kick", std::to_string(nx) + " values (nx)",
            std::to_string(mpc.disturbances[i].state_kick.size()));
+  for (const auto* noise : {&mpc.process_noise, &mpc.measurement_noise})
+    if (!noise->empty() && noise->size() != unx)
+      fail(noise == &mpc.process_noise ? "mpc.process_noise" : "mpc.measurement_noise",
+           std::to_string(nx) + " values (nx)", std::to_string(noise->size()));
+  if (mpc.plant_model && (mpc.plant_model->nx() != nx || mpc.plant_model->nu() != nu))
+    fail("mpc.plant", "a plant model with nx " + std::to_string(nx) + " and nu " + std::to_string(nu),
+         "nx " + std::to_string(mpc.plant_model->nx()) + ", nu " + std::to_string(mpc.plant_model->nu()));
+  if (mpc.plant_integrator == IntegratorType::SemiImplicitEuler && (mpc.plant_model ? *mpc.plant_model : *model).nq() == 0)
+    fail("mpc.plant.integrator", "an integrator the plant supports (semi_implicit_euler needs Model::nq > 0)",
+         "semi_implicit_euler");
+  for (const MpcReference& r : mpc.references) {
+    const CostTerm* term = nullptr;
+    for (const auto& c : costs)
+      if (c && c->reference() && c->info().name == r.cost) term = c.get();
+    if (!term) fail("mpc.reference.cost", "the name of a cost with a reference", "'" + r.cost + "'");
+    if (term->reference()->dim != r.dim)
+      fail("mpc.reference", "rows of " + std::to_string(term->reference()->dim) + " values (cost " + r.cost + ")",
+           "rows of " + std::to_string(r.dim));
+  }
 }
 
 }  // namespace knot::problems

@@ -58,14 +58,23 @@ std::optional<SettingIssue> check(const SolverSettings& s) {
 }
 
 std::optional<SettingIssue> check(const MpcSettings& s) {
-  for (auto issue : {nonnegative("control_rate", s.control_rate), positive("duration", s.duration),
-                     at_least_one("iterations_per_step", s.iterations_per_step)})
+  // In the order of the problem-file section (docs/problem-format.md).
+  if (auto issue = one_of("mode", s.mode, kMpcModeNames)) return issue;
+  for (auto issue : {at_least_one("iterations_per_step", s.iterations_per_step),
+                     nonnegative("time_limit", s.time_limit), nonnegative("control_rate", s.control_rate),
+                     positive("duration", s.duration)})
     if (issue) return issue;
-  for (std::size_t i = 0; i < s.plant_params_scale.size(); ++i)
-    if (auto issue = positive("plant_params_scale", s.plant_params_scale[i])) {
-      issue->field = indexed(issue->field, i);
-      return issue;
-    }
+  if (s.steps < 0) return SettingIssue{"steps", "an integer >= 1", std::to_string(s.steps)};
+  if (auto issue = one_of("warm_start", s.warm_start, kWarmStartNames)) return issue;
+  if (auto issue = at_least_one("plant.substeps", s.plant_substeps)) return issue;
+  for (const auto* noise : {&s.process_noise, &s.measurement_noise}) {
+    const char* field = noise == &s.process_noise ? "process_noise" : "measurement_noise";
+    for (std::size_t i = 0; i < noise->size(); ++i)
+      if (auto issue = nonnegative(field, (*noise)[i])) {
+        issue->field = indexed(issue->field, i);
+        return issue;
+      }
+  }
   for (std::size_t i = 0; i < s.disturbances.size(); ++i) {
     const std::string at = indexed("disturbances", i);
     const Disturbance& d = s.disturbances[i];
@@ -75,7 +84,19 @@ std::optional<SettingIssue> check(const MpcSettings& s) {
       if (!std::isfinite(d.state_kick[j]))
         return SettingIssue{indexed(at + ".state_kick", j), "a finite number", text::format_number(d.state_kick[j])};
   }
-  if (auto issue = nonnegative("noise_std", s.noise_std)) return issue;
+  for (std::size_t i = 0; i < s.references.size(); ++i) {
+    const MpcReference& r = s.references[i];
+    const std::string at = s.references.size() == 1 ? std::string("reference") : indexed("reference", i);
+    if (r.dim < 1 || r.values.empty() || r.values.size() % static_cast<std::size_t>(r.dim) != 0)
+      return SettingIssue{at, "rows of at least one value", std::to_string(r.values.size()) + " values"};
+    if (!r.times.empty() && r.times.size() != static_cast<std::size_t>(r.rows()))
+      return SettingIssue{at + ".time_column", "one time per row (" + std::to_string(r.rows()) + ")",
+                          std::to_string(r.times.size())};
+    for (std::size_t j = 1; j < r.times.size(); ++j)
+      if (!(r.times[j] > r.times[j - 1]))
+        return SettingIssue{at + ".time_column", "increasing times",
+                            text::format_number(r.times[j]) + " after " + text::format_number(r.times[j - 1])};
+  }
   return std::nullopt;
 }
 
@@ -93,5 +114,13 @@ std::string message(const std::optional<detail::SettingIssue>& issue) {
 std::string SolverSettings::validate() const { return message(detail::check(*this)); }
 
 std::string MpcSettings::validate() const { return message(detail::check(*this)); }
+
+double mpc_period(const MpcSettings& s, double dt) { return s.control_rate > 0 ? 1.0 / s.control_rate : dt; }
+
+int mpc_steps(const MpcSettings& s, double dt) {
+  if (s.steps > 0) return s.steps;
+  const double n = std::round(s.duration / mpc_period(s, dt));
+  return n < 1 ? 1 : n > 1e9 ? 1000000000 : static_cast<int>(n);
+}
 
 }  // namespace knot::problems

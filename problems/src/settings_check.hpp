@@ -19,6 +19,8 @@ std::optional<SettingIssue> check(const SolverSettings& s);
 std::optional<SettingIssue> check(const MpcSettings& s);
 
 // The names the string-valued solver fields accept.
+inline const char* const kMpcModeNames[] = {"rti", "sqp"};
+inline const char* const kWarmStartNames[] = {"shift", "hold"};
 inline const char* const kLinsysNames[] = {"auto", "pcg", "bdsv", "riccati", "kkt_ldlt"};
 inline const char* const kHessianNames[] = {"gauss_newton", "exact"};
 inline const char* const kGlobalizationNames[] = {"filter", "merit", "none"};

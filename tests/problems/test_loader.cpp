@@ -135,9 +135,11 @@ TEST(Loader, EverySettingIsReadByItsName) {
 solver: {max_iter: 7, time_limit: 0.5, tol_stationarity: 1e-5, tol_feasibility: 2e-5, tol_complementarity: 3e-5,
          linsys: kkt_ldlt, hessian: exact, globalization: none, pcg_tol: 1e-9, pcg_max_iter: 50,
          regularization: 1e-6, mu_init: 0.5, verbose: true, memory_limit: 0.25}
-mpc: {control_rate: 100, duration: 2.5, iterations_per_step: 3, plant_params_scale: [1.1, 0.9],
+mpc: {mode: sqp, iterations_per_step: 3, time_limit: 0.004, control_rate: 100, duration: 2.5, warm_start: hold,
+      plant: {integrator: euler, substeps: 4, params: {pole_mass: 0.12}},
+      process_noise: [0.1, 0.2, 0.3, 0.4], measurement_noise: 0.02,
       disturbances: [{time: 0.5, state_kick: [0, 0.1, 0, 0]}, {time: 1, state_kick: [1, 0, 0, 0]}],
-      noise_std: 0.02, seed: 12345678901}
+      seed: 12345678901}
 )");
   const SolverSettings& s = p.solver;
   EXPECT_EQ(s.max_iter, 7);
@@ -158,13 +160,54 @@ mpc: {control_rate: 100, duration: 2.5, iterations_per_step: 3, plant_params_sca
   EXPECT_EQ(m.control_rate, 100);
   EXPECT_EQ(m.duration, 2.5);
   EXPECT_EQ(m.iterations_per_step, 3);
-  EXPECT_EQ(m.plant_params_scale, (std::vector<double>{1.1, 0.9}));
+  EXPECT_EQ(m.mode, "sqp");
+  EXPECT_EQ(m.time_limit, 0.004);
+  EXPECT_EQ(m.warm_start, "hold");
+  EXPECT_EQ(m.plant_integrator, knot::problems::IntegratorType::Euler);
+  EXPECT_EQ(m.plant_substeps, 4);
+  ASSERT_NE(m.plant_model, nullptr);
+  EXPECT_NE(m.plant_model, p.model);
+  ASSERT_EQ(m.plant_params.size(), 1u);
+  EXPECT_EQ(m.plant_params[0].name, "pole_mass");
+  EXPECT_EQ(m.plant_params[0].plant_value, (std::vector<double>{0.12}));
+  EXPECT_EQ(m.process_noise, (std::vector<double>{0.1, 0.2, 0.3, 0.4}));
+  EXPECT_EQ(m.measurement_noise, (std::vector<double>{0.02, 0.02, 0.02, 0.02}));
   ASSERT_EQ(m.disturbances.size(), 2u);
   EXPECT_EQ(m.disturbances[0].time, 0.5);
   EXPECT_EQ(m.disturbances[0].state_kick, (std::vector<double>{0, 0.1, 0, 0}));
   EXPECT_EQ(m.disturbances[1].state_kick, (std::vector<double>{1, 0, 0, 0}));
-  EXPECT_EQ(m.noise_std, 0.02);
   EXPECT_EQ(m.seed, 12345678901ull);
+}
+
+// plant.params are merged onto model.params for the plant alone: the controller's model keeps its
+// values, the plant's dynamics differ, and each override is kept with both values (a default the
+// file never wrote included).
+TEST(Loader, PlantParamsOverrideOnlyThePlant) {
+  const Problem p = from_string(R"(
+name: p
+model: {type: cartpole, params: {pole_mass: 0.1, length: 0.8}}
+horizon: {N: 20, dt: 0.05}
+x0: [0, 3, 0, 0]
+mpc: {plant: {params: {length: 1.0, gravity: 9.0}}}
+)");
+  ASSERT_NE(p.mpc.plant_model, nullptr);
+  ASSERT_EQ(p.mpc.plant_params.size(), 2u);
+  EXPECT_EQ(p.mpc.plant_params[0].name, "length");
+  EXPECT_EQ(p.mpc.plant_params[0].model_value, (std::vector<double>{0.8}));
+  EXPECT_EQ(p.mpc.plant_params[0].plant_value, (std::vector<double>{1.0}));
+  EXPECT_EQ(p.mpc.plant_params[1].name, "gravity");
+  EXPECT_EQ(p.mpc.plant_params[1].model_value, (std::vector<double>{9.81}));  // the model's default
+  EXPECT_EQ(p.mpc.plant_params[1].plant_value, (std::vector<double>{9.0}));
+  const double x[4] = {0, 0.5, 0, 0}, u[1] = {0};
+  double f_model[4], f_plant[4];
+  auto dm = p.model->make_data();
+  auto dp = p.mpc.plant_model->make_data();
+  p.model->dynamics(*dm, x, u, f_model);
+  p.mpc.plant_model->dynamics(*dp, x, u, f_plant);
+  EXPECT_NE(f_model[3], f_plant[3]);  // the pole's angular acceleration depends on length and gravity
+  // Without plant.params the plant is the model itself.
+  EXPECT_EQ(from_string(kCartpole).mpc.plant_model, nullptr);
+  EXPECT_TRUE(contains(describe(p), "params length 0.8 -> 1, gravity 9.81 -> 9\n"));
 }
 
 TEST(Loader, NumbersFollowTheYamlCoreSchema) {
@@ -613,7 +656,9 @@ TEST(Loader, DescribeShowsTheResolvedProblem) {
         "  [2] terminal: state, stages terminal, scale_by_dt false, weights 1000 I, reference [0, 0, 0, 0]\n",
         "constraints  2\n", "  [0] force_limit: control_box, inequality, 1 row, stages running, u[0] in [-inf, 80]\n",
         "  [1] rail: state_box, inequality, 2 rows, stages all, x[0] in [-1, 1]\n", "solver       max_iter 100,",
-        ", verbose false, memory_limit 8 GiB\n", "mpc          control_rate 1/dt, duration 5 s,"})
+        ", verbose false, memory_limit 8 GiB\n", "mpc          mode rti, iterations_per_step 1, control_rate 20 Hz (1/dt), control period 0.05 s\n",
+        "             duration 5 s (100 steps), warm_start shift, seed 1\n",
+        "             plant: rk4, 10 substeps per period, the model's parameters\n"})
     EXPECT_TRUE(contains(d, line)) << "missing: " << line << "\nin:\n" << d;
   // A full weight matrix is reported as such.
   const std::string full = describe(load_problem(kSchema / "valid" / "linear.yaml"));

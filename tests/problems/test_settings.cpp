@@ -68,13 +68,22 @@ TEST(Settings, SolverBoundaryValuesAreValid) {
 
 TEST(Settings, MpcNamesTheFirstInvalidField) {
   const std::vector<std::pair<std::function<void(MpcSettings&)>, std::string>> cases = {
+      {[](MpcSettings& s) { s.mode = "nmpc"; }, "mode must be one of rti or sqp, found 'nmpc'"},
+      {[](MpcSettings& s) { s.iterations_per_step = 0; }, "iterations_per_step must be an integer >= 1, found 0"},
+      {[](MpcSettings& s) { s.time_limit = -1; }, "time_limit must be a finite number >= 0, found -1"},
       {[](MpcSettings& s) { s.control_rate = -50; }, "control_rate must be a finite number >= 0, found -50"},
       {[](MpcSettings& s) { s.duration = 0; }, "duration must be a finite number > 0, found 0"},
-      {[](MpcSettings& s) { s.iterations_per_step = 0; }, "iterations_per_step must be an integer >= 1, found 0"},
+      {[](MpcSettings& s) { s.steps = -2; }, "steps must be an integer >= 1, found -2"},
+      {[](MpcSettings& s) { s.warm_start = "keep"; }, "warm_start must be one of shift or hold, found 'keep'"},
+      {[](MpcSettings& s) { s.plant_substeps = 0; }, "plant.substeps must be an integer >= 1, found 0"},
       {[](MpcSettings& s) {
-         s.plant_params_scale = {1, 0};
+         s.process_noise = {0.1, -0.1};
        },
-       "plant_params_scale[1] must be a finite number > 0, found 0"},
+       "process_noise[1] must be a finite number >= 0, found -0.1"},
+      {[](MpcSettings& s) {
+         s.measurement_noise = {kNaN};
+       },
+       "measurement_noise[0] must be a finite number >= 0, found nan"},
       {[](MpcSettings& s) {
          s.disturbances = {Disturbance{1, {0, 1}}, Disturbance{-1, {0, 1}}};
        },
@@ -87,7 +96,14 @@ TEST(Settings, MpcNamesTheFirstInvalidField) {
          s.disturbances = {Disturbance{1, {0, kNaN}}};
        },
        "disturbances[0].state_kick[1] must be a finite number, found nan"},
-      {[](MpcSettings& s) { s.noise_std = -0.1; }, "noise_std must be a finite number >= 0, found -0.1"},
+      {[](MpcSettings& s) {
+         s.references = {knot::problems::MpcReference{"track", "f.csv", 2, {0, 0.1}, {1, 2, 3, 4, 5, 6}}};
+       },
+       "reference.time_column must be one time per row (3), found 2"},
+      {[](MpcSettings& s) {
+         s.references = {knot::problems::MpcReference{"track", "f.csv", 1, {0, 0.2, 0.1}, {1, 2, 3}}};
+       },
+       "reference.time_column must be increasing times, found 0.1 after 0.2"},
   };
   for (const auto& [mutate, message] : cases) {
     MpcSettings s;
@@ -100,8 +116,12 @@ TEST(Settings, MpcBoundaryValuesAreValid) {
   MpcSettings s;
   s.control_rate = 0;
   s.iterations_per_step = 1;
-  s.noise_std = 0;
-  s.plant_params_scale = {1e-3, 2};
+  s.steps = 1;
+  s.time_limit = 0;
+  s.plant_substeps = 1;
+  s.process_noise = {0, 1e-9};
+  s.mode = "sqp";
+  s.warm_start = "hold";
   s.disturbances = {Disturbance{0, {0.1}}};
   EXPECT_EQ(s.validate(), "");
 }

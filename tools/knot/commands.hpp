@@ -1,6 +1,7 @@
 // The knot subcommands. Each returns the process exit code.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,5 +38,18 @@ struct SolveOptions {
 };
 // Exit 0 when solved, 1 on input or output errors, 2 when the solver stopped short of Solved.
 int run_solve(const SolveOptions& opt);
+
+struct MpcOptions {
+  std::string file;
+  std::vector<std::string> overrides;  // --set key.path=value, in order
+  std::optional<double> duration;      // --duration: replaces mpc.duration / mpc.steps
+  std::optional<int> steps;            // --steps
+  std::optional<long long> seed;       // --seed
+  std::string out;                     // --out DIR: closed_loop.csv and summary.json
+  bool plot = false;
+};
+// Exit 0 when the closed loop ran (deadline misses and failed steps included), 1 on input errors
+// or an unwritable --out, 3 on an internal error.
+int run_mpc(const MpcOptions& opt);
 
 }  // namespace knot::cli

@@ -63,6 +63,19 @@ int main(int argc, char** argv) {
   solve->add_flag("--verbose,-v", sopt.verbose,
                   "Print the iteration table live, one row per iteration (to stderr beside a JSON or CSV summary)");
 
+  knot::cli::MpcOptions mopt;
+  auto* mpc = app.add_subcommand("mpc", "Run the closed loop of a problem file's mpc: section and print its summary "
+                                        "(exit 0 ran, 1 input error)");
+  mpc->add_option("file", mopt.file, "Problem file (YAML)")->required();
+  mpc->add_option("--duration", mopt.duration, "Seconds of closed loop, replacing mpc.duration/steps")
+      ->check(CLI::PositiveNumber);
+  mpc->add_option("--steps", mopt.steps, "Control steps, replacing mpc.duration/steps")->check(CLI::PositiveNumber);
+  mpc->add_option("--seed", mopt.seed, "Seed of the noise, replacing mpc.seed")->check(CLI::NonNegativeNumber);
+  mpc->add_option("--set", mopt.overrides, "Override a key after extends: key.path=value (value parsed as YAML)")
+      ->allow_extra_args(false);
+  mpc->add_option("--out", mopt.out, "Write DIR/closed_loop.csv and DIR/summary.json")->check(file_path);
+  mpc->add_flag("--plot", mopt.plot, "Plot the closed loop (needs --out)");
+
   auto* bench = app.add_subcommand("bench", "Benchmarks");
   bench->require_subcommand(1);
   knot::cli::BenchOptions bopt;
@@ -97,6 +110,7 @@ int main(int argc, char** argv) {
     if (*info) return knot::cli::run_info();
     if (*check) return knot::cli::run_check(copt);
     if (*solve) return knot::cli::run_solve(sopt);
+    if (*mpc) return knot::cli::run_mpc(mopt);
     if (*bench_linalg) return knot::cli::run_bench_linalg(bopt);
   } catch (const knot::problems::ProblemError& e) {
     std::fprintf(stderr, "%s\n", e.what());
