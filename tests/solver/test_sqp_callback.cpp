@@ -70,7 +70,9 @@ TEST(SqpCallback, CalledOncePerRowWithTheRowsOfStats) {
     EXPECT_EQ(rec.indices[i], static_cast<int>(i));
     expect_same_row(rec.rows[i], history[i], i);
     some_step = some_step || history[i].step > 0;
-    if (i > 0) EXPECT_GE(history[i].seconds, history[i - 1].seconds);
+    if (i > 0) {
+      EXPECT_GE(history[i].seconds, history[i - 1].seconds);
+    }
   }
   EXPECT_TRUE(some_step);  // the comparison covers the step fields, not only zeros
   EXPECT_GT(history.front().seconds, 0.0);

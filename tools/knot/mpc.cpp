@@ -17,6 +17,7 @@
 #include "knot/problems/loader.hpp"
 #include "knot/solver/closed_loop.hpp"
 #include "output.hpp"
+#include "plot.hpp"
 #include "report.hpp"
 
 namespace knot::cli {
@@ -209,6 +210,10 @@ int run_mpc(const MpcOptions& opt) {
     std::fprintf(stderr, "%s\n", e.what());
     return kExitInput;
   }
+  if (opt.plot && opt.out.empty()) {
+    std::fprintf(stderr, "knot mpc --plot: the figures go beside closed_loop.csv; give --out DIR\n");
+    return kExitInput;
+  }
   if (!opt.out.empty())
     if (const std::string err = make_output_dir(opt.out); !err.empty()) {
       std::fprintf(stderr, "knot mpc: --out: %s\n", err.c_str());
@@ -234,7 +239,14 @@ int run_mpc(const MpcOptions& opt) {
         std::printf("wrote         %s\n", path.c_str());
       }
     }
-    if (opt.plot) std::printf("knot mpc --plot: not available in this build\n");
+    if (opt.plot) {
+      std::vector<std::string> pngs;
+      // A figure that cannot be drawn is a warning: the closed loop and its files are done.
+      if (const std::string why = plot_files({(std::filesystem::path(opt.out) / "closed_loop.csv").string()}, "", pngs);
+          !why.empty())
+        std::fprintf(stderr, "knot mpc --plot: %s\n", why.c_str());
+      for (const std::string& png : pngs) std::printf("figure        %s\n", png.c_str());
+    }
     return kExitSolved;
   } catch (const problems::ProblemError& e) {
     std::fprintf(stderr, "%s\n", e.what());
