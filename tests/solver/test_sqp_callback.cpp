@@ -213,9 +213,10 @@ TEST(SqpWarmStart, WrongSizesAreRefused) {
     solver::Solver t(bad);
     FAIL() << "a short x was accepted";
   } catch (const problems::ProblemError& e) {
-    EXPECT_EQ(e.key_path(), "initial_guess");
+    // Problem::validate (run by the constructor) names the vector, what it expected and what it found.
+    EXPECT_EQ(e.key_path(), "initial_guess.x");
     EXPECT_NE(e.expected().find(std::to_string(nx_total) + " values"), std::string::npos) << e.what();
-    EXPECT_NE(e.found().find(std::to_string(nx_total - 1) + " values"), std::string::npos) << e.what();
+    EXPECT_EQ(e.found(), std::to_string(nx_total - 1)) << e.what();
   }
 
   bad.initial_guess = guess_from(sol, true);
