@@ -274,6 +274,21 @@ std::vector<std::string> read_names(const MapReader& top, const char* key, std::
                      n ? yaml::found(*n) : issue.found);
 }
 
+// A settings section's optional scalar keys: each read into its field when present, the field's
+// default kept otherwise (range checks are the section's check()).
+struct OptionalKeys {
+  const MapReader& r;
+  void number(const char* key, double& v) const {
+    if (const Node* n = r.find(key)) v = yaml::to_number(*n, r.key_path(key));
+  }
+  void integer(const char* key, int& v) const {
+    if (const Node* n = r.find(key)) v = static_cast<int>(yaml::to_integer(*n, r.key_path(key), INT_MIN, INT_MAX));
+  }
+  void text(const char* key, std::string& v) const {
+    if (const Node* n = r.find(key)) v = yaml::to_string(*n, r.key_path(key));
+  }
+};
+
 SolverSettings read_solver(const MapReader& top) {
   const Node* node = top.find("solver");
   const MapReader r(node, "solver", top.where());
@@ -281,29 +296,21 @@ SolverSettings read_solver(const MapReader& top) {
                 "hessian", "globalization", "pcg_tol", "pcg_max_iter", "regularization", "mu_init", "verbose",
                 "memory_limit"});
   SolverSettings s;
-  const auto number = [&](const char* key, double& v) {
-    if (const Node* n = r.find(key)) v = yaml::to_number(*n, r.key_path(key));
-  };
-  const auto integer = [&](const char* key, int& v) {
-    if (const Node* n = r.find(key)) v = static_cast<int>(yaml::to_integer(*n, r.key_path(key), INT_MIN, INT_MAX));
-  };
-  const auto text = [&](const char* key, std::string& v) {
-    if (const Node* n = r.find(key)) v = yaml::to_string(*n, r.key_path(key));
-  };
-  integer("max_iter", s.max_iter);
-  number("time_limit", s.time_limit);
-  number("tol_stationarity", s.tol_stationarity);
-  number("tol_feasibility", s.tol_feasibility);
-  number("tol_complementarity", s.tol_complementarity);
-  text("linsys", s.linsys);
-  text("hessian", s.hessian);
-  text("globalization", s.globalization);
-  number("pcg_tol", s.pcg_tol);
-  integer("pcg_max_iter", s.pcg_max_iter);
-  number("regularization", s.regularization);
-  number("mu_init", s.mu_init);
+  const OptionalKeys keys{r};
+  keys.integer("max_iter", s.max_iter);
+  keys.number("time_limit", s.time_limit);
+  keys.number("tol_stationarity", s.tol_stationarity);
+  keys.number("tol_feasibility", s.tol_feasibility);
+  keys.number("tol_complementarity", s.tol_complementarity);
+  keys.text("linsys", s.linsys);
+  keys.text("hessian", s.hessian);
+  keys.text("globalization", s.globalization);
+  keys.number("pcg_tol", s.pcg_tol);
+  keys.integer("pcg_max_iter", s.pcg_max_iter);
+  keys.number("regularization", s.regularization);
+  keys.number("mu_init", s.mu_init);
   if (const Node* n = r.find("verbose")) s.verbose = yaml::to_bool(*n, r.key_path("verbose"));
-  number("memory_limit", s.memory_limit);
+  keys.number("memory_limit", s.memory_limit);
   if (const auto issue = detail::check(s)) settings_error(r, node, *issue);
   return s;
 }
@@ -512,19 +519,11 @@ MpcSettings read_mpc(const MapReader& top, const Problem& p) {
   r.allow_only({"mode", "iterations_per_step", "time_limit", "control_rate", "duration", "steps", "warm_start",
                 "plant", "process_noise", "measurement_noise", "disturbances", "seed", "reference"});
   MpcSettings s;
-  const auto number = [&](const char* key, double& v) {
-    if (const Node* n = r.find(key)) v = yaml::to_number(*n, r.key_path(key));
-  };
-  const auto integer = [&](const char* key, int& v) {
-    if (const Node* n = r.find(key)) v = static_cast<int>(yaml::to_integer(*n, r.key_path(key), INT_MIN, INT_MAX));
-  };
-  const auto text = [&](const char* key, std::string& v) {
-    if (const Node* n = r.find(key)) v = yaml::to_string(*n, r.key_path(key));
-  };
-  text("mode", s.mode);
-  integer("iterations_per_step", s.iterations_per_step);
-  number("time_limit", s.time_limit);
-  number("control_rate", s.control_rate);
+  const OptionalKeys keys{r};
+  keys.text("mode", s.mode);
+  keys.integer("iterations_per_step", s.iterations_per_step);
+  keys.number("time_limit", s.time_limit);
+  keys.number("control_rate", s.control_rate);
   // A null duration or steps reads as absent, so `--set mpc.steps=null` lets a duration through.
   const Node* duration = r.find("duration");
   if (duration && !duration->is_null()) s.duration = yaml::to_number(*duration, r.key_path("duration"));
@@ -533,7 +532,7 @@ MpcSettings read_mpc(const MapReader& top, const Problem& p) {
       yaml::fail(*n, r.key_path("steps"), "either mpc.duration or mpc.steps", "both mpc.duration and mpc.steps");
     s.steps = static_cast<int>(yaml::to_integer(*n, r.key_path("steps"), 1, 1000000000));
   }
-  text("warm_start", s.warm_start);
+  keys.text("warm_start", s.warm_start);
   read_plant(r, top, *p.model, s);
   s.process_noise = read_noise(r, "process_noise", nx);
   s.measurement_noise = read_noise(r, "measurement_noise", nx);

@@ -54,17 +54,17 @@ void on_step(int done, int steps, void* user) {
   }
 }
 
-std::string number(double v) { return std::isfinite(v) ? fmt::format("{:.17g}", v) : std::string(); }
+// Non-finite values (a plant that diverged) are left empty.
+std::string number(double v) { return std::isfinite(v) ? csv_number(v) : std::string(); }
 
 std::string closed_loop_csv(const ClosedLoop& loop) {
   const problems::Problem& p = loop.problem();
   const solver::ClosedLoopRecord& r = loop.record();
   const int nx = r.nx, nu = r.nu, K = loop.steps_done();
   const bool final_row = K == loop.steps();
-  const auto state_name = [&](int j) { return p.state_names.empty() ? std::string("x").append(std::to_string(j)) : p.state_names[j]; };
-  const auto control_name = [&](int j) {
-    return p.control_names.empty() ? std::string("u").append(std::to_string(j)) : p.control_names[j];
-  };
+  const std::vector<std::string> states = state_names(p), controls = control_names(p);
+  const auto state_name = [&](int j) { return csv_field(states[static_cast<std::size_t>(j)]); };
+  const auto control_name = [&](int j) { return csv_field(controls[static_cast<std::size_t>(j)]); };
   std::string frame;
   if (loop.ee_frame() >= 0) frame = p.mpc.plant_model && p.mpc.plant_model->kinematics()
                                         ? p.mpc.plant_model->kinematics()->frame_name(loop.ee_frame())

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <string>
 #include <vector>
@@ -11,6 +12,27 @@
 namespace knot::cli {
 
 nlohmann::json json_number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+std::vector<std::string> state_names(const problems::Problem& p) {
+  return p.state_names.empty() && p.model ? p.model->state_names() : p.state_names;
+}
+
+std::vector<std::string> control_names(const problems::Problem& p) {
+  return p.control_names.empty() && p.model ? p.model->control_names() : p.control_names;
+}
+
+std::string csv_field(std::string_view text) {
+  if (text.find_first_of(",\"\n") == std::string_view::npos) return std::string(text);
+  std::string out = "\"";
+  for (const char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string csv_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
 
 namespace {
 
@@ -48,8 +70,8 @@ nlohmann::json problem_json(const problems::Problem& p) {
   j["N"] = p.horizon.N;
   j["dt"] = p.horizon.dt;
   j["integrator"] = std::string(problems::to_string(p.horizon.integrator));
-  j["state_names"] = p.state_names.empty() && p.model ? p.model->state_names() : p.state_names;
-  j["control_names"] = p.control_names.empty() && p.model ? p.model->control_names() : p.control_names;
+  j["state_names"] = state_names(p);
+  j["control_names"] = control_names(p);
   j["bounds"] = {{"x_lower", numbers(xl)}, {"x_upper", numbers(xu)}, {"u_lower", numbers(ul)}, {"u_upper", numbers(uu)}};
   return j;
 }

@@ -44,25 +44,11 @@ struct Report {
   std::size_t bytes = 0;                       // knot only
 };
 
-// %.17g: a double written so that reading it back gives the same double.
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
 // YAML spells the non-finite values .nan, .inf and -.inf.
 std::string yaml_number(double v) {
   if (std::isnan(v)) return ".nan";
   if (std::isinf(v)) return v > 0 ? ".inf" : "-.inf";
-  return number(v);
-}
-
-std::string csv_field(std::string_view text) {
-  if (text.find_first_of(",\"\n") == std::string_view::npos) return std::string(text);
-  std::string out = "\"";
-  for (const char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
+  return csv_number(v);
 }
 
 // A YAML flow scalar for a name: plain when safe, else double-quoted with escapes.
@@ -73,12 +59,6 @@ std::string yaml_string(std::string_view text) {
   return nlohmann::json(std::string(text)).dump();  // a JSON string is a valid YAML double-quoted scalar
 }
 
-std::vector<std::string> state_names(const problems::Problem& p) {
-  return p.state_names.empty() ? p.model->state_names() : p.state_names;
-}
-std::vector<std::string> control_names(const problems::Problem& p) {
-  return p.control_names.empty() ? p.model->control_names() : p.control_names;
-}
 
 // ---- The live iteration table (-v), printed by the solver's iteration callback.
 
@@ -198,14 +178,14 @@ std::string trajectory_csv(const problems::Problem& p, const std::vector<double>
     for (const char* axis : {".x", ".y", ".z"}) out += ',' + csv_field(kin->frame_name(frame) + axis);
   out += '\n';
   for (int k = 0; k <= N; ++k) {
-    out += std::to_string(k) + ',' + number(k * p.horizon.dt);
-    for (int i = 0; i < nx; ++i) out += ',' + number(x[static_cast<std::size_t>(k) * nx + i]);
-    for (int i = 0; i < nu; ++i) out += ',' + (k < N ? number(u[static_cast<std::size_t>(k) * nu + i]) : std::string());
+    out += std::to_string(k) + ',' + csv_number(k * p.horizon.dt);
+    for (int i = 0; i < nx; ++i) out += ',' + csv_number(x[static_cast<std::size_t>(k) * nx + i]);
+    for (int i = 0; i < nu; ++i) out += ',' + (k < N ? csv_number(u[static_cast<std::size_t>(k) * nu + i]) : std::string());
     if (kin) {
       std::array<double, 3> pos{};
       kin->frame_position(*data, x.data() + static_cast<std::size_t>(k) * nx, frame, {0.0, 0.0, 0.0}, pos.data(),
                           nullptr);
-      for (const double v : pos) out += ',' + number(v);
+      for (const double v : pos) out += ',' + csv_number(v);
     }
     out += '\n';
   }
@@ -248,7 +228,7 @@ std::string solution_yaml(const problems::Problem& p, const Report& r, const std
   out += "iterations: " + std::to_string(r.iterations) + "\n";
   out += "cost: " + yaml_number(r.cost) + "\n";
   out += "N: " + std::to_string(p.horizon.N) + "\n";
-  out += "dt: " + number(p.horizon.dt) + "\n";
+  out += "dt: " + csv_number(p.horizon.dt) + "\n";
   out += "state_names: " + yaml_names(state_names(p)) + "\n";
   out += "control_names: " + yaml_names(control_names(p)) + "\n";
   out += "x:" + yaml_rows(x, p.nx());
