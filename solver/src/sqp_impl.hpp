@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "knot/problems/constraint.hpp"
@@ -88,6 +89,7 @@ struct Solver::Impl {
   void record_allocation_sizes();
   // Copies an initial guess whose sizes were checked (guess_mismatch): warm with every multiplier,
   // else cold from its x and u.
+  void start_cold(std::span<const double> x, std::span<const double> u);  // multipliers reset; slacks at the first linearization
   void apply_guess(const problems::InitialGuess& guess);
 
   // ---- Problem and options

@@ -216,22 +216,26 @@ Solver::Impl::Impl(problems::Problem p, const SolverOptions& options)
   }
 }
 
+void Solver::Impl::start_cold(std::span<const double> x, std::span<const double> u) {
+  std::copy(x.begin(), x.end(), sol.x.begin());
+  std::copy(u.begin(), u.end(), sol.u.begin());
+  std::fill(sol.lambda.begin(), sol.lambda.end(), 0.0);
+  std::fill(sol.y.begin(), sol.y.end(), 0.0);
+  cold = true;
+  warm_shift = false;
+}
+
 void Solver::Impl::apply_guess(const problems::InitialGuess& g) {
+  if (!is_warm(sol, g)) return start_cold(g.x, g.u);
   std::copy(g.x.begin(), g.x.end(), sol.x.begin());
   std::copy(g.u.begin(), g.u.end(), sol.u.begin());
-  if (is_warm(sol, g)) {
-    std::copy(g.lambda.begin(), g.lambda.end(), sol.lambda.begin());
-    std::copy(g.z.begin(), g.z.end(), sol.z.begin());
-    std::copy(g.s.begin(), g.s.end(), s.begin());
-    std::copy(g.y.begin(), g.y.end(), sol.y.begin());
-    mu = g.mu;
-    sol.mu = mu;
-    cold = false;
-  } else {
-    std::fill(sol.lambda.begin(), sol.lambda.end(), 0.0);
-    std::fill(sol.y.begin(), sol.y.end(), 0.0);
-    cold = true;
-  }
+  std::copy(g.lambda.begin(), g.lambda.end(), sol.lambda.begin());
+  std::copy(g.z.begin(), g.z.end(), sol.z.begin());
+  std::copy(g.s.begin(), g.s.end(), s.begin());
+  std::copy(g.y.begin(), g.y.end(), sol.y.begin());
+  mu = g.mu;
+  sol.mu = mu;
+  cold = false;
   warm_shift = false;
 }
 
@@ -546,11 +550,7 @@ void Solver::set_initial_guess(std::span<const double> x, std::span<const double
   Impl& m = *impl_;
   require_size(x.size(), m.sol.x.size(), "set_initial_guess (x)");
   require_size(u.size(), m.sol.u.size(), "set_initial_guess (u)");
-  std::copy(x.begin(), x.end(), m.sol.x.begin());
-  std::copy(u.begin(), u.end(), m.sol.u.begin());
-  std::fill(m.sol.lambda.begin(), m.sol.lambda.end(), 0.0);
-  std::fill(m.sol.y.begin(), m.sol.y.end(), 0.0);
-  m.cold = true;
+  m.start_cold(x, u);
 }
 
 void Solver::set_warm_start(const problems::InitialGuess& guess) {
