@@ -6,12 +6,15 @@
 #include <unordered_map>
 
 #include "knot/problems/problem.hpp"
+#include "table_cells.hpp"
 #include "yaml_reader.hpp"
 
 namespace knot::problems {
 namespace {
 
 namespace fs = std::filesystem;
+using detail::Cell;
+using detail::split_fields;
 using yaml::MapReader;
 using yaml::Node;
 
@@ -110,26 +113,6 @@ InitialGuess read_yaml(const fs::path& file, const std::string& text, const Prob
 
 // --- trajectory.csv ----------------------------------------------------------------------------
 
-struct Cell {
-  std::string_view text;
-  int column = 0;  // 1-based, of the cell's first character
-};
-
-std::vector<Cell> split_csv(std::string_view line) {
-  std::vector<Cell> cells;
-  std::size_t i = 0;
-  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r'; };
-  while (true) {
-    const std::size_t j = std::min(line.find(',', i), line.size());
-    std::size_t a = i, b = j;
-    while (a < b && space(line[a])) ++a;
-    while (b > a && space(line[b - 1])) --b;
-    cells.push_back({line.substr(a, b - a), static_cast<int>(a + 1)});
-    if (j == line.size()) return cells;
-    i = j + 1;
-  }
-}
-
 bool blank_or_comment(std::string_view line) {
   for (char c : line) {
     if (c == '#') return true;
@@ -151,7 +134,7 @@ InitialGuess read_csv(const fs::path& file, const std::string& text, const Probl
   if (lines.empty())
     throw ProblemError(SourceLocation{name, 0, 0}, "", "a header row naming the states and controls", "an empty file");
 
-  const std::vector<Cell> header = split_csv(lines[0].first);
+  const std::vector<Cell> header = split_fields(lines[0].first);
   const int header_line = lines[0].second;
   std::string columns;
   for (std::size_t i = 0; i < header.size() && i < 24; ++i) columns += (i ? ", " : "") + std::string(header[i].text);
@@ -183,7 +166,7 @@ InitialGuess read_csv(const fs::path& file, const std::string& text, const Probl
   g.u.reserve(static_cast<std::size_t>(N) * static_cast<std::size_t>(nu));
   for (std::size_t r = 0; r < rows; ++r) {
     const auto [line, no] = lines[r + 1];
-    const std::vector<Cell> cells = split_csv(line);
+    const std::vector<Cell> cells = split_fields(line);
     if (cells.size() != header.size())
       throw ProblemError(
           SourceLocation{name, no, 1}, "",

@@ -1,4 +1,5 @@
 #include "loader_terms.hpp"
+#include "table_cells.hpp"
 
 #include <algorithm>
 #include <climits>
@@ -153,10 +154,6 @@ Weight read_weights(const Node& n, const std::string& path, int dim, std::string
 
 // --- references --------------------------------------------------------------------------------
 
-struct Cell {
-  std::string_view text;  // trimmed; empty for an empty field between commas
-  int column = 0;         // 1-based, of the field
-};
 
 struct Table {
   std::string text;                                         // the file, which the cells view
@@ -182,29 +179,11 @@ void read_table(const std::filesystem::path& file, const Node& file_node, const 
     pos = end + 1;
     ++line_no;
     if (const std::size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
-    const bool commas = line.find(',') != std::string_view::npos;
     auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; };
-    std::vector<Cell> cells;
-    std::size_t i = 0;
     bool blank = true;
     for (char c : line) blank = blank && is_space(c);
     if (blank) continue;
-    while (i <= line.size()) {
-      std::size_t j = i;
-      if (commas) {
-        j = std::min(line.find(',', i), line.size());
-      } else {
-        while (i < line.size() && is_space(line[i])) ++i;
-        if (i == line.size()) break;
-        j = i;
-        while (j < line.size() && !is_space(line[j])) ++j;
-      }
-      std::size_t a = i, b = j;
-      while (a < b && is_space(line[a])) ++a;
-      while (b > a && is_space(line[b - 1])) --b;
-      cells.push_back({line.substr(a, b - a), static_cast<int>(a + 1)});
-      i = j + 1;
-    }
+    std::vector<Cell> cells = split_fields(line);
     bool words = false;
     for (const Cell& c : cells)
       words = words || (!c.text.empty() && yaml::parse_number(c.text).cls == yaml::NumberClass::NotANumber);
