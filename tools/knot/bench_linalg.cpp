@@ -5,12 +5,14 @@
 #include <cmath>
 #include <chrono>
 #include <cstdio>
+#include <fmt/core.h>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "blocktri_problem.hpp"
 #include "commands.hpp"
+#include "report.hpp"
 #include "knot/linalg/bdsv.hpp"
 #include "knot/linalg/dense/potrf.hpp"
 #include "knot/linalg/dense/trsm.hpp"
@@ -50,29 +52,27 @@ struct Row {
 
 void print(const std::vector<Row>& rows, const std::string& format) {
   if (format == "csv") {
-    std::printf("group,case,knot,knot_us,reference,reference_us,speedup,note\n");
+    fmt::print("group,case,knot,knot_us,reference,reference_us,speedup,note\n");
     for (const auto& r : rows)
-      std::printf("%s,%s,%s,%.4f,%s,%.4f,%.3f,%s\n", r.group.c_str(), r.case_name.c_str(), r.knot_name.c_str(), r.knot_us,
-                  r.ref_name.c_str(), r.ref_us, r.ref_us / r.knot_us, r.note.c_str());
+      fmt::print("{},{},{},{:.4f},{},{:.4f},{:.3f},{}\n", csv_field(r.group), csv_field(r.case_name),
+                 csv_field(r.knot_name), r.knot_us, csv_field(r.ref_name), r.ref_us, r.ref_us / r.knot_us,
+                 csv_field(r.note));
     return;
   }
   if (format == "json") {
-    std::printf("[\n");
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      const auto& r = rows[i];
-      std::printf("  {\"group\": \"%s\", \"case\": \"%s\", \"knot\": \"%s\", \"knot_us\": %.4f, \"reference\": \"%s\", "
-                  "\"reference_us\": %.4f, \"speedup\": %.3f, \"note\": \"%s\"}%s\n",
-                  r.group.c_str(), r.case_name.c_str(), r.knot_name.c_str(), r.knot_us, r.ref_name.c_str(), r.ref_us,
-                  r.ref_us / r.knot_us, r.note.c_str(), i + 1 < rows.size() ? "," : "");
-    }
-    std::printf("]\n");
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& r : rows)
+      out.push_back({{"group", r.group}, {"case", r.case_name}, {"knot", r.knot_name}, {"knot_us", json_number(r.knot_us)},
+                     {"reference", r.ref_name}, {"reference_us", json_number(r.ref_us)},
+                     {"speedup", json_number(r.ref_us / r.knot_us)}, {"note", r.note}});
+    fmt::print("{}\n", out.dump(2));
     return;
   }
-  std::printf("%-8s %-14s %-16s %11s  %-24s %11s  %8s  %s\n", "group", "case", "knot", "knot [us]", "reference",
-              "ref [us]", "speedup", "note");
+  fmt::print("{:<8} {:<14} {:<16} {:>11}  {:<24} {:>11}  {:>8}  {}\n", "group", "case", "knot", "knot [us]", "reference",
+             "ref [us]", "speedup", "note");
   for (const auto& r : rows)
-    std::printf("%-8s %-14s %-16s %11.3f  %-24s %11.3f  %7.2fx  %s\n", r.group.c_str(), r.case_name.c_str(),
-                r.knot_name.c_str(), r.knot_us, r.ref_name.c_str(), r.ref_us, r.ref_us / r.knot_us, r.note.c_str());
+    fmt::print("{:<8} {:<14} {:<16} {:11.3f}  {:<24} {:11.3f}  {:7.2f}x  {}\n", r.group, r.case_name, r.knot_name,
+               r.knot_us, r.ref_name, r.ref_us, r.ref_us / r.knot_us, r.note);
 }
 
 double max_diff(const std::vector<double>& padded, const Eigen::VectorXd& x, int bs) {
@@ -81,7 +81,7 @@ double max_diff(const std::vector<double>& padded, const Eigen::VectorXd& x, int
   return m;
 }
 
-std::string fmt(const char* f, double v) {
+std::string formatted(const char* f, double v) {
   char buf[96];
   std::snprintf(buf, sizeof buf, f, v);
   return buf;
@@ -126,7 +126,7 @@ void bench_bdsv(int bs, int nb, int repeats, std::vector<Row>& rows) {
     x = llt.solve(p.b);
   });
   const std::string name = "bs=" + std::to_string(bs) + " nb=" + std::to_string(nb);
-  const std::string note = fmt("max|dx| %.1e", max_diff(v, x, bs));
+  const std::string note = formatted("max|dx| %.1e", max_diff(v, x, bs));
   rows.push_back({"bdsv", name, "bs fixed", knot_us, "SimplicialLLT factorize", fact_us, note});
   rows.push_back({"bdsv", name, "bs at run time", dyn_us, "SimplicialLLT factorize", fact_us, ""});
   const double comp_us = median_us(repeats, [&] {
@@ -169,7 +169,7 @@ void bench_pcg(int bs, int nb, int repeats, std::vector<Row>& rows) {
       res = linalg::pcg(g, nb, bs, p.strips.data(), pre == 0 ? nullptr : pinv.data(), p.rhs.data(), x.data(), work.data(), opt);
     });
     const std::string note = std::to_string(res.iterations) + " iters" + (res.converged ? "" : " (not converged)") +
-                             fmt(", max|x - x_bdsv| %.1e", max_diff(x, Eigen::Map<const Eigen::VectorXd>(v.data() + bs, nb * bs), bs));
+                             formatted(", max|x - x_bdsv| %.1e", max_diff(x, Eigen::Map<const Eigen::VectorXd>(v.data() + bs, nb * bs), bs));
     rows.push_back({"pcg", "bs=" + std::to_string(bs) + " nb=" + std::to_string(nb), names[pre], us, "bdsv (bs fixed)",
                     direct_us, note});
   }
@@ -190,7 +190,7 @@ void bench_dense(int repeats, std::vector<Row>& rows) {
   const double eig_us = median_us(repeats, [&] { llt.compute(a); });
   const std::string name = "n=" + std::to_string(N);
   rows.push_back({"dense", name, "potrf", knot_us, "Eigen LLT<fixed> compute", eig_us,
-                  fmt("max|L - L_eigen| %.1e", (MatN(work.template triangularView<Eigen::Lower>()) - MatN(llt.matrixL())).cwiseAbs().maxCoeff())});
+                  formatted("max|L - L_eigen| %.1e", (MatN(work.template triangularView<Eigen::Lower>()) - MatN(llt.matrixL())).cwiseAbs().maxCoeff())});
   const MatN l = llt.matrixL();
   const MatN b = MatN::Random();
   MatN xk = b, xe = b;
@@ -203,7 +203,7 @@ void bench_dense(int repeats, std::vector<Row>& rows) {
     l.template triangularView<Eigen::Lower>().solveInPlace(xe);
   });
   rows.push_back({"dense", name, "trsm (N rhs)", trsm_us, "Eigen triangular solve", eig_trsm_us,
-                  fmt("max|dx| %.1e", (xk - xe).cwiseAbs().maxCoeff())});
+                  formatted("max|dx| %.1e", (xk - xe).cwiseAbs().maxCoeff())});
 }
 
 }  // namespace
@@ -221,7 +221,7 @@ int run_bench_linalg(const BenchOptions& opt) {
   bench_dense<7>(repeats, rows);
   bench_dense<14>(repeats, rows);
   if (opt.format == "table")
-    std::printf("knot bench linalg: median of %d repeats, one CPU thread (SerialGroup), speedup = reference / knot\n",
+    fmt::print("knot bench linalg: median of {} repeats, one CPU thread (SerialGroup), speedup = reference / knot\n",
                 repeats);
   print(rows, opt.format);
   return 0;

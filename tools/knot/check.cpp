@@ -1,5 +1,6 @@
 // knot check FILE [--set key=value]...: load and validate a problem file, print what it resolves to.
 #include <cstdio>
+#include <fmt/core.h>
 #include <exception>
 
 #include "commands.hpp"
@@ -15,7 +16,7 @@ int run_check(const CheckOptions& opt) {
     return 0;
   } catch (const problems::ProblemError& e) {
     // The message is the whole report: file:line:column: key: expected ..., found ...
-    std::fprintf(stderr, "%s\n", e.what());
+    fmt::print(stderr, "{}\n", e.what());
     return 1;
   }
 }

@@ -1,5 +1,6 @@
 // knot info: what this binary is and what it can run on.
 #include <cstdio>
+#include <fmt/core.h>
 #include <thread>
 
 #include "commands.hpp"
@@ -12,26 +13,26 @@
 namespace knot::cli {
 
 int run_info() {
-  std::printf("knot %s\n", build::kVersion);
-  std::printf("  build type      %s\n", build::kBuildType);
-  std::printf("  C++ compiler    %s\n", build::kCxxCompiler);
-  std::printf("  sanitizers      %s\n", *build::kSanitize ? build::kSanitize : "none");
-  std::printf("  CPU target      %s (KNOT_ARCH; knot_solver compiled with %s)\n", build::kArch,
+  fmt::print("knot {}\n", build::kVersion);
+  fmt::print("  build type      {}\n", build::kBuildType);
+  fmt::print("  C++ compiler    {}\n", build::kCxxCompiler);
+  fmt::print("  sanitizers      {}\n", *build::kSanitize ? build::kSanitize : "none");
+  fmt::print("  CPU target      {} (KNOT_ARCH; knot_solver compiled with {})\n", build::kArch,
               solver::build_isa());
-  std::printf("  CPU threads     %u\n", std::thread::hardware_concurrency());
+  fmt::print("  CPU threads     {}\n", std::thread::hardware_concurrency());
 #if KNOT_WITH_CUDA
-  std::printf("  CUDA            compiled (nvcc %s, sm %s; KNOT_CUDA=%s)\n", build::kCudaCompiler, build::kCudaArchitectures,
+  fmt::print("  CUDA            compiled (nvcc {}, sm {}; KNOT_CUDA={})\n", build::kCudaCompiler, build::kCudaArchitectures,
               build::kCudaOption);
   const auto dev = knot::linalg::cuda::query_device();
   if (dev.usable) {
-    std::printf("  GPU             %s (sm_%d%d, %d SMs, %.1f GiB)\n", dev.name.c_str(), dev.cc_major, dev.cc_minor,
+    fmt::print("  GPU             {} (sm_{}{}, {} SMs, {:.1f} GiB)\n", dev.name.c_str(), dev.cc_major, dev.cc_minor,
                 dev.multiprocessors, dev.total_memory / double(1ull << 30));
   } else {
-    std::printf("  GPU             none usable: %s\n", dev.reason.c_str());
+    fmt::print("  GPU             none usable: {}\n", dev.reason.c_str());
   }
 #else
-  std::printf("  CUDA            not compiled (KNOT_CUDA=%s)\n", build::kCudaOption);
-  std::printf("  GPU             not used by this build\n");
+  fmt::print("  CUDA            not compiled (KNOT_CUDA={})\n", build::kCudaOption);
+  fmt::print("  GPU             not used by this build\n");
 #endif
   return 0;
 }

@@ -1,6 +1,7 @@
 // knot: the command-line front end. Subcommands: info, check, solve, bench.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <fmt/core.h>
 #include <exception>
 #include <iostream>
 #include <spdlog/spdlog.h>
@@ -95,7 +96,7 @@ int main(int argc, char** argv) {
     bool known = false;
     for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->check_name(argv[1]);
     if (!known) {
-      std::fprintf(stderr, "knot: unknown subcommand '%s'; the subcommands are: %s\n", argv[1], subcommands.c_str());
+      fmt::print(stderr, "knot: unknown subcommand '{}'; the subcommands are: {}\n", argv[1], subcommands.c_str());
       return knot::cli::kExitInput;
     }
   }
@@ -113,7 +114,7 @@ int main(int argc, char** argv) {
     if (*mpc) return knot::cli::run_mpc(mopt);
     if (*bench_linalg) return knot::cli::run_bench_linalg(bopt);
   } catch (const knot::problems::ProblemError& e) {
-    std::fprintf(stderr, "%s\n", e.what());
+    fmt::print(stderr, "{}\n", e.what());
     return knot::cli::kExitInput;
   } catch (const std::exception& e) {
     spdlog::error("internal error: {}", e.what());

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <fmt/core.h>
 #include <exception>
 #include <filesystem>
 #include <string>
@@ -41,7 +42,7 @@ void on_step(int done, int steps, void* user) {
   if (p.terminal) {
     constexpr int kWidth = 40;
     const int filled = static_cast<int>(static_cast<long long>(kWidth) * done / steps);
-    std::fprintf(stdout, "\r[%s%s] %d/%d steps, t = %.2f s", std::string(filled, '#').c_str(),
+    fmt::print("\r[{}{}] {}/{} steps, t = {:.2f} s", std::string(filled, '#').c_str(),
                  std::string(kWidth - filled, ' ').c_str(), done, steps, done * p.period);
     if (done == steps) std::fputc('\n', stdout);
     std::fflush(stdout);
@@ -50,7 +51,7 @@ void on_step(int done, int steps, void* user) {
   const int second = static_cast<int>(std::floor(done * p.period + 1e-9));
   if (second != p.last_second || done == steps) {
     p.last_second = second;
-    std::fprintf(stdout, "t = %.3f s: %d/%d steps\n", done * p.period, done, steps);
+    fmt::print("t = {:.3f} s: {}/{} steps\n", done * p.period, done, steps);
   }
 }
 
@@ -167,29 +168,29 @@ json summary_json(const ClosedLoop& loop, const solver::ClosedLoopSummary& s) {
 
 void print_summary(const ClosedLoop& loop, const solver::ClosedLoopSummary& s) {
   const problems::Problem& p = loop.problem();
-  std::printf("closed loop   %s: %d steps of %.6g s (%.6g s), mode %s, seed %llu\n", p.name.c_str(), s.steps,
+  fmt::print("closed loop   {}: {} steps of {:.6g} s ({:.6g} s), mode {}, seed {}\n", p.name.c_str(), s.steps,
               s.control_period, s.duration, p.mpc.mode.c_str(), static_cast<unsigned long long>(s.seed));
-  std::printf("tracking      %-16s %12s %12s\n", "", "rms", "max");
+  fmt::print("tracking      {:<16} {:>12} {:>12}\n", "", "rms", "max");
   for (const solver::TrackingError& e : s.tracking)
-    std::printf("              %-16s %12.4e %12.4e\n", e.name.c_str(), e.rms, e.max);
-  std::printf("constraints   max violation %.4e\n", s.constraint_violation);
-  std::printf("solve time    p50 %.3e s, p99 %.3e s, max %.3e s, mean %.3e s\n", s.solve_p50, s.solve_p99,
+    fmt::print("              {:<16} {:12.4e} {:12.4e}\n", e.name.c_str(), e.rms, e.max);
+  fmt::print("constraints   max violation {:.4e}\n", s.constraint_violation);
+  fmt::print("solve time    p50 {:.3e} s, p99 {:.3e} s, max {:.3e} s, mean {:.3e} s\n", s.solve_p50, s.solve_p99,
               s.solve_max, s.solve_mean);
-  std::printf("deadline      %d misses of %d (control period %.6g s)\n", s.deadline_misses, s.steps, s.control_period);
+  fmt::print("deadline      {} misses of {} (control period {:.6g} s)\n", s.deadline_misses, s.steps, s.control_period);
   std::string statuses;
   for (Status st : kStatuses)
     if (const int n = s.statuses[static_cast<std::size_t>(st)])
       statuses += fmt::format("{}{} {}", statuses.empty() ? "" : ", ", solver::to_string(st), n);
-  std::printf("statuses      %s\n", statuses.c_str());
-  std::printf("failed steps  %d (the previous plan applied)\n", s.failed_steps);
-  std::printf("cost          %.10g (closed loop, running terms)\n", s.closed_loop_cost);
+  fmt::print("statuses      {}\n", statuses.c_str());
+  fmt::print("failed steps  {} (the previous plan applied)\n", s.failed_steps);
+  fmt::print("cost          {:.10g} (closed loop, running terms)\n", s.closed_loop_cost);
 }
 
 }  // namespace
 
 int run_mpc(const MpcOptions& opt) {
   if (opt.duration && opt.steps) {
-    std::fprintf(stderr, "knot mpc: --duration, --steps: expected one of them, found both\n");
+    fmt::print(stderr, "knot mpc: --duration, --steps: expected one of them, found both\n");
     return kExitInput;
   }
   // After the file's own --set overrides; each replaces the other key of the file.
@@ -207,16 +208,16 @@ int run_mpc(const MpcOptions& opt) {
   try {
     problem = problems::load_problem(opt.file, overrides);
   } catch (const problems::ProblemError& e) {
-    std::fprintf(stderr, "%s\n", e.what());
+    fmt::print(stderr, "{}\n", e.what());
     return kExitInput;
   }
   if (opt.plot && opt.out.empty()) {
-    std::fprintf(stderr, "knot mpc --plot: the figures go beside closed_loop.csv; give --out DIR\n");
+    fmt::print(stderr, "knot mpc --plot: the figures go beside closed_loop.csv; give --out DIR\n");
     return kExitInput;
   }
   if (!opt.out.empty())
     if (const std::string err = make_output_dir(opt.out); !err.empty()) {
-      std::fprintf(stderr, "knot mpc: --out: %s\n", err.c_str());
+      fmt::print(stderr, "knot mpc: --out: {}\n", err.c_str());
       return kExitInput;
     }
   try {
@@ -233,10 +234,10 @@ int run_mpc(const MpcOptions& opt) {
             std::pair<std::string, std::string>{"summary.json", summary_json(loop, s).dump(2) + "\n"}}) {
         const std::string path = (dir / name).string();
         if (const std::string err = write_output(path, text); !err.empty()) {
-          std::fprintf(stderr, "knot mpc: %s\n", err.c_str());
+          fmt::print(stderr, "knot mpc: {}\n", err.c_str());
           return kExitInput;
         }
-        std::printf("wrote         %s\n", path.c_str());
+        fmt::print("wrote         {}\n", path.c_str());
       }
     }
     if (opt.plot) {
@@ -244,15 +245,15 @@ int run_mpc(const MpcOptions& opt) {
       // A figure that cannot be drawn is a warning: the closed loop and its files are done.
       if (const std::string why = plot_files({(std::filesystem::path(opt.out) / "closed_loop.csv").string()}, "", pngs);
           !why.empty())
-        std::fprintf(stderr, "knot mpc --plot: %s\n", why.c_str());
-      for (const std::string& png : pngs) std::printf("figure        %s\n", png.c_str());
+        fmt::print(stderr, "knot mpc --plot: {}\n", why.c_str());
+      for (const std::string& png : pngs) fmt::print("figure        {}\n", png.c_str());
     }
     return kExitSolved;
   } catch (const problems::ProblemError& e) {
-    std::fprintf(stderr, "%s\n", e.what());
+    fmt::print(stderr, "{}\n", e.what());
     return kExitInput;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "knot mpc: internal error: %s\n", e.what());
+    fmt::print(stderr, "knot mpc: internal error: {}\n", e.what());
     return kExitInternal;
   }
 }

@@ -10,6 +10,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <fmt/core.h>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -63,14 +64,14 @@ std::string yaml_string(std::string_view text) {
 // ---- The live iteration table (-v), printed by the solver's iteration callback.
 
 void print_table_header(std::FILE* out) {
-  std::fprintf(out, " iter  %-9s %-20s %-10s %-10s %-10s %-9s %-9s %-9s %-4s %-9s %s\n", "time ms", "cost",
+  fmt::print(out, " iter  {:<9} {:<20} {:<10} {:<10} {:<10} {:<9} {:<9} {:<9} {:<4} {:<9} {}\n", "time ms", "cost",
                "stationar.", "feasib.", "complem.", "mu", "step", "dual step", "bt", "reg", "lq iters");
   std::fflush(out);
 }
 
 bool print_table_row(const solver::IterationStats& it, int iteration, void* user) {
   auto* out = static_cast<std::FILE*>(user);
-  std::fprintf(out, " %4d  %-9.3f %-20.12g %-10.3e %-10.3e %-10.3e %-9.2e %-9.3g %-9.3g %-4d %-9.2e %d\n", iteration,
+  fmt::print(out, " {:4}  {:<9.3f} {:<20.12g} {:<10.3e} {:<10.3e} {:<10.3e} {:<9.2e} {:<9.3g} {:<9.3g} {:<4} {:<9.2e} {}\n", iteration,
                1e3 * it.seconds, it.cost, it.stationarity, it.feasibility, it.complementarity, it.mu, it.step,
                it.dual_step, it.backtracks, it.regularization, it.lq_iterations);
   std::fflush(out);
@@ -80,28 +81,28 @@ bool print_table_row(const solver::IterationStats& it, int iteration, void* user
 // ---- Summaries
 
 void print_table(std::FILE* out, const problems::Problem& p, const Report& r) {
-  std::fprintf(out, "problem          %s  (nx %d, nu %d, N %d, dt %g, %s)\n", p.name.c_str(), p.nx(), p.nu(),
+  fmt::print(out, "problem          {}  (nx {}, nu {}, N {}, dt {:g}, {})\n", p.name.c_str(), p.nx(), p.nu(),
                p.horizon.N, p.horizon.dt, std::string(problems::to_string(p.horizon.integrator)).c_str());
-  std::fprintf(out, "solver           %s (%s)\n", r.solver.c_str(), r.settings.c_str());
-  std::fprintf(out, "status           %s\n", r.status.c_str());
-  std::fprintf(out, "message          %s\n", r.message.c_str());
-  std::fprintf(out, "iterations       %d\n", r.iterations);
-  std::fprintf(out, "cost             %.12g\n", r.cost);
-  std::fprintf(out, "stationarity     %.3e\n", r.stationarity);
-  std::fprintf(out, "feasibility      %.3e\n", r.feasibility);
-  std::fprintf(out, "complementarity  %.3e\n", r.complementarity);
+  fmt::print(out, "solver           {} ({})\n", r.solver.c_str(), r.settings.c_str());
+  fmt::print(out, "status           {}\n", r.status.c_str());
+  fmt::print(out, "message          {}\n", r.message.c_str());
+  fmt::print(out, "iterations       {}\n", r.iterations);
+  fmt::print(out, "cost             {:.12g}\n", r.cost);
+  fmt::print(out, "stationarity     {:.3e}\n", r.stationarity);
+  fmt::print(out, "feasibility      {:.3e}\n", r.feasibility);
+  fmt::print(out, "complementarity  {:.3e}\n", r.complementarity);
   if (r.stats) {
     const solver::PhaseTimes& t = r.stats->time;
-    std::fprintf(out,
-                 "time             %.3f ms  (linearize %.3f, barrier %.3f, lq %.3f, step %.3f, line search %.3f, "
-                 "convergence %.3f)\n",
+    fmt::print(out,
+                 "time             {:.3f} ms  (linearize {:.3f}, barrier {:.3f}, lq {:.3f}, step {:.3f}, line search {:.3f}, "
+                 "convergence {:.3f})\n",
                  1e3 * t.total, 1e3 * t.linearize, 1e3 * t.barrier, 1e3 * t.lq, 1e3 * t.step, 1e3 * t.line_search,
                  1e3 * t.convergence);
-    std::fprintf(out, "regularized      %d iterations (largest delta %.3g)\n", r.stats->regularized,
+    fmt::print(out, "regularized      {} iterations (largest delta {:.3g})\n", r.stats->regularized,
                  r.stats->max_regularization);
-    std::fprintf(out, "memory           %zu bytes allocated at creation\n", r.bytes);
+    fmt::print(out, "memory           {} bytes allocated at creation\n", r.bytes);
   } else {
-    std::fprintf(out, "time             %.3f ms\n", 1e3 * r.seconds);
+    fmt::print(out, "time             {:.3f} ms\n", 1e3 * r.seconds);
   }
 }
 
@@ -154,12 +155,9 @@ nlohmann::ordered_json stats_json(const problems::Problem& p, const Report& r) {
 }
 
 std::string summary_csv(const problems::Problem& p, const Report& r) {
-  char line[512];
-  std::snprintf(line, sizeof line, "%s,%s,%s,%d,%.17g,%.6e,%.6e,%.6e,%.6e\n", csv_field(p.name).c_str(),
-                r.solver.c_str(), r.status.c_str(), r.iterations, r.cost, r.stationarity, r.feasibility,
-                r.complementarity, r.seconds);
   return "problem,solver,status,iterations,cost,stationarity,feasibility,complementarity,seconds\n" +
-         std::string(line);
+         fmt::format("{},{},{},{},{:.17g},{:.6e},{:.6e},{:.6e},{:.6e}\n", csv_field(p.name), r.solver, r.status,
+                     r.iterations, r.cost, r.stationarity, r.feasibility, r.complementarity, r.seconds);
 }
 
 // ---- Files
@@ -246,7 +244,7 @@ std::string solution_yaml(const problems::Problem& p, const Report& r, const std
 // Writes one file, printing the reason on failure.
 bool write_file(const std::string& path, const std::string& contents) {
   if (const std::string why = write_output(path, contents); !why.empty()) {
-    std::fprintf(stderr, "knot solve: %s\n", why.c_str());
+    fmt::print(stderr, "knot solve: {}\n", why.c_str());
     return false;
   }
   return true;
@@ -260,7 +258,7 @@ std::string out_path(const std::string& dir, const char* name) {
 
 int run_solve(const SolveOptions& opt) {
   if (opt.plot && opt.out_dir.empty() && (opt.output.empty() || opt.output == "-")) {
-    std::fprintf(stderr, "knot solve --plot: the figures go beside the trajectory CSV; give --out DIR or --output FILE\n");
+    fmt::print(stderr, "knot solve --plot: the figures go beside the trajectory CSV; give --out DIR or --output FILE\n");
     return kExitInput;
   }
   std::vector<std::string> overrides = opt.overrides;
@@ -273,17 +271,17 @@ int run_solve(const SolveOptions& opt) {
     // Relative to the working folder (a file's initial_guess: key is relative to the file).
     if (!opt.initial_guess.empty()) problem.initial_guess = problems::read_initial_guess(opt.initial_guess, problem);
   } catch (const problems::ProblemError& e) {
-    std::fprintf(stderr, "%s\n", e.what());
+    fmt::print(stderr, "{}\n", e.what());
     return kExitInput;
   }
   // The folder is made before the solve, so an unusable --out costs no solve.
   if (!opt.out_dir.empty()) {
     if (const std::string why = make_output_dir(opt.out_dir); !why.empty()) {
-      std::fprintf(stderr, "knot solve --out: %s\n", why.c_str());
+      fmt::print(stderr, "knot solve --out: {}\n", why.c_str());
       return kExitInput;
     }
   }
-  for (const std::string& w : problem.model->warnings()) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  for (const std::string& w : problem.model->warnings()) fmt::print(stderr, "warning: {}\n", w.c_str());
   if (opt.globalization == "filter") options.globalization = solver::Globalization::Filter;
   else if (opt.globalization == "merit") options.globalization = solver::Globalization::Merit;
   else if (opt.globalization == "none") options.globalization = solver::Globalization::None;
@@ -299,7 +297,7 @@ int run_solve(const SolveOptions& opt) {
   std::unique_ptr<solver::Solver> knot_solver;
   if (opt.solver == "ipopt") {
     if (!solver::ipopt_available()) {
-      std::fprintf(stderr, "knot solve --solver ipopt: this build has no IPOPT (install coinor-libipopt-dev and "
+      fmt::print(stderr, "knot solve --solver ipopt: this build has no IPOPT (install coinor-libipopt-dev and "
                            "reconfigure)\n");
       return kExitInput;
     }
@@ -314,7 +312,7 @@ int run_solve(const SolveOptions& opt) {
       r = guess.empty() ? solver::solve_with_ipopt(problem, io)
                         : solver::solve_with_ipopt(problem, io, &guess.x, &guess.u);
     } catch (const problems::ProblemError& e) {
-      std::fprintf(stderr, "%s\n", e.what());
+      fmt::print(stderr, "{}\n", e.what());
       return kExitInput;
     }
     report.solver = "ipopt";
@@ -322,9 +320,7 @@ int run_solve(const SolveOptions& opt) {
     const char* hessian = io.hessian == solver::IpoptHessian::FiniteDifference ? "finite-difference"
                           : io.hessian == solver::IpoptHessian::GaussNewton    ? "gauss-newton"
                                                                                : "limited-memory";
-    char settings[96];
-    std::snprintf(settings, sizeof settings, "%s Hessian, tol %g", hessian, io.tol);
-    report.settings = settings;
+    report.settings = fmt::format("{} Hessian, tol {:g}", hessian, io.tol);
     report.status = r.status == solver::IpoptStatus::Solved ? "solved" : "not_solved";
     report.message = r.message;
     report.solved = r.status == solver::IpoptStatus::Solved;
@@ -340,7 +336,7 @@ int run_solve(const SolveOptions& opt) {
     try {
       knot_solver = std::make_unique<solver::Solver>(problem, options);
     } catch (const problems::ProblemError& e) {
-      std::fprintf(stderr, "%s\n", e.what());
+      fmt::print(stderr, "{}\n", e.what());
       return kExitInput;
     }
     solver::Solver& s = *knot_solver;
@@ -349,7 +345,7 @@ int run_solve(const SolveOptions& opt) {
       s.set_iteration_callback(&print_table_row, live_out);
     }
     s.solve();
-    if (verbose) std::fprintf(live_out, "\n");
+    if (verbose) fmt::print(live_out, "\n");
     const solver::Solution& sol = s.solution();
     const solver::Stats& st = s.stats();
     report.solver = "knot";
@@ -374,7 +370,7 @@ int run_solve(const SolveOptions& opt) {
     u = sol.u;
   }
 
-  if (opt.format == "json") std::fprintf(summary_out, "%s\n", stats_json(problem, report).dump(2).c_str());
+  if (opt.format == "json") fmt::print(summary_out, "{}\n", stats_json(problem, report).dump(2).c_str());
   else if (opt.format == "csv") std::fputs(summary_csv(problem, report).c_str(), summary_out);
   else print_table(summary_out, problem, report);
   std::fflush(summary_out);
@@ -395,8 +391,8 @@ int run_solve(const SolveOptions& opt) {
     std::vector<std::string> pngs;
     // A figure that cannot be drawn is a warning: the solve and its files are done.
     if (const std::string why = plot_files({csv}, "", pngs); !why.empty())
-      std::fprintf(stderr, "knot solve --plot: %s\n", why.c_str());
-    for (const std::string& png : pngs) std::fprintf(summary_out, "figure           %s\n", png.c_str());
+      fmt::print(stderr, "knot solve --plot: {}\n", why.c_str());
+    for (const std::string& png : pngs) fmt::print(summary_out, "figure           {}\n", png.c_str());
   }
   return report.solved ? kExitSolved : kExitNotSolved;
 }
