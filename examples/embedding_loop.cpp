@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
     solve_us[static_cast<std::size_t>(tick)] = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
     // 3. Act: the plan's first control. Solved and MaxIterations both leave a usable plan; anything
     //    else keeps the previous control (a robot would switch to its safe fallback).
-    if (status == knot::solver::Status::Solved || status == knot::solver::Status::MaxIterations)
+    if (knot::solver::is_solved(status) || status == knot::solver::Status::MaxIterations)
       std::copy(controller.solution().u.begin(), controller.solution().u.begin() + nu, u.begin());
     else
       ++failed;

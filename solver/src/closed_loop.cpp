@@ -21,7 +21,7 @@ SolverOptions loop_options(const Problem& p, SolverOptions o) {
   return o;
 }
 
-bool usable(Status s) { return s == Status::Solved || s == Status::MaxIterations || s == Status::TimeLimit; }
+bool usable(Status s) { return is_solved(s) || s == Status::MaxIterations || s == Status::TimeLimit; }
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 

@@ -42,6 +42,9 @@ struct Residuals {
   double stationarity = 0;
   double feasibility = 0;
   double complementarity = 0;  // max s_i z_i
+  double gap = 0;              // sum s_i z_i
+  double scale_dual = 1;       // s_d: stationarity is judged as stationarity / s_d
+  double scale_comp = 1;       // s_c: complementarity is judged as complementarity / s_c
   double barrier_error = 0;    // the barrier problem's KKT error at the current mu
 };
 
@@ -73,8 +76,21 @@ struct Solver::Impl {
   bool merit_search(double alpha_max, double df, IterationStats& it);
   bool filter_search(double alpha_max, double df, IterationStats& it);
   MeritParts trial_point(double alpha);
+  // The feasibility fallback (sqp_restore.cpp): x <- the rollout of u from x0, slacks re-fitted;
+  // taken (true, `restored` set) when it lowers the infeasibility by a tenth.
+  bool restore(IterationStats& it);
+  bool restored = false;  // this iteration's step was restore()'s
   void accept_step(double alpha, double alpha_dual);
+  // Every measure of `res` within `tol` (stationarity, complementarity) and the feasibility and gap
+  // tolerances: converged() at the tolerances, acceptable() at acceptable_tol.
+  bool within(const Residuals& res, double tol_st, double tol_fe, double tol_co, double tol_gap) const;
   bool converged(const Residuals& res) const;
+  bool acceptable(const Residuals& res) const;
+  // The iterate of the last row is acceptable: the failure `status` becomes SolvedAcceptable, the
+  // message naming it. Returns whether it did.
+  bool end_acceptable(Status status);
+  Residuals last_res;     // residuals of the last measured iterate
+  int acceptable_run = 0;  // acceptable iterates in a row
 
   // ---- Helpers
   MeritParts evaluate_merit_parts(const double* x, const double* u, const double* s);
@@ -87,6 +103,13 @@ struct Solver::Impl {
   // has passed the solve's deadline. Reads no clock when there is no time_limit.
   bool out_of_time(const char* phase);
   void record_allocation_sizes();
+  // Objective scaling: the SQP works on obj_scale * f, chosen at each cold start (a power of two
+  // <= 1); multipliers and mu are held scaled during solve() and handed out unscaled.
+  double objective_scale() const;
+  void scale_objective();
+  void scale_multipliers(double f);
+  double obj_scale = 1;
+  bool scale_known = false;  // obj_scale was chosen (at the first linearization)
   // Copies an initial guess whose sizes were checked (guess_mismatch): warm with every multiplier,
   // else cold from its x and u.
   void start_cold(std::span<const double> x, std::span<const double> u);  // multipliers reset; slacks at the first linearization

@@ -13,6 +13,7 @@ const char* to_string(Status status) {
   switch (status) {
     case Status::NotRun: return "not_run";
     case Status::Solved: return "solved";
+    case Status::SolvedAcceptable: return "solved_acceptable";
     case Status::MaxIterations: return "max_iterations";
     case Status::TimeLimit: return "time_limit";
     case Status::Infeasible: return "infeasible";
@@ -27,6 +28,7 @@ const char* describe(Status status) {
   switch (status) {
     case Status::NotRun: return "solve() has not run";
     case Status::Solved: return "solved: stationarity, feasibility and complementarity within tolerance";
+    case Status::SolvedAcceptable: return "solved to the acceptable level";
     case Status::MaxIterations: return "the iteration limit was reached before convergence";
     case Status::TimeLimit: return "the time limit ran out before convergence";
     case Status::Infeasible: return "the constraints could not be satisfied";
@@ -60,6 +62,13 @@ std::string SolverOptions::validate() const {
   if (!positive(tol_stationarity)) return bad("tol_stationarity must be > 0", tol_stationarity);
   if (!positive(tol_feasibility)) return bad("tol_feasibility must be > 0", tol_feasibility);
   if (!positive(tol_complementarity)) return bad("tol_complementarity must be > 0", tol_complementarity);
+  if (!positive(tol_duality_gap)) return bad("tol_duality_gap must be > 0", tol_duality_gap);
+  if (!(std::isfinite(scale_max) && scale_max >= 1)) return bad("scale_max must be >= 1", scale_max);
+  if (!positive(objective_scale_min)) return bad("objective_scale_min must be > 0", objective_scale_min);
+  if (!(std::isfinite(objective_scale_max) && objective_scale_max >= objective_scale_min))
+    return bad("objective_scale_max must be >= objective_scale_min", objective_scale_max);
+  if (!positive(acceptable_tol)) return bad("acceptable_tol must be > 0", acceptable_tol);
+  if (acceptable_iter < 1) return bad("acceptable_iter must be >= 1", acceptable_iter);
   if (const std::string why = lq.validate(); !why.empty()) return "lq." + why;
   if (!positive(reg_init)) return bad("reg_init must be > 0", reg_init);
   if (!(std::isfinite(reg_growth) && reg_growth > 1)) return bad("reg_growth must be > 1", reg_growth);

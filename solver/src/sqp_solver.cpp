@@ -287,9 +287,28 @@ bool Solver::Impl::out_of_time(const char* phase) {
   return true;
 }
 
+bool Solver::Impl::within(const Residuals& r, double tol_st, double tol_fe, double tol_co, double tol_gap) const {
+  return r.stationarity <= tol_st * r.scale_dual && r.feasibility <= tol_fe &&
+         r.complementarity <= tol_co * r.scale_comp && r.gap <= tol_gap * std::max(1.0, obj_scale * std::abs(cost));
+}
+
 bool Solver::Impl::converged(const Residuals& r) const {
-  return r.stationarity <= opt.tol_stationarity && r.feasibility <= opt.tol_feasibility &&
-         r.complementarity <= opt.tol_complementarity;
+  return within(r, opt.tol_stationarity, opt.tol_feasibility, opt.tol_complementarity, opt.tol_duality_gap);
+}
+
+bool Solver::Impl::acceptable(const Residuals& r) const {
+  const double a = opt.acceptable_tol;
+  return within(r, std::max(a, opt.tol_stationarity), std::max(a, opt.tol_feasibility),
+                std::max(a, opt.tol_complementarity), std::max(a, opt.tol_duality_gap));
+}
+
+bool Solver::Impl::end_acceptable(Status status) {
+  if (stats.rows == 0 || !acceptable(last_res)) return false;
+  const IterationStats& row = stats.per_iteration[static_cast<std::size_t>(stats.rows - 1)];
+  set_status(Status::SolvedAcceptable,
+             "%s at iteration %d, at an acceptable iterate (stationarity %.3g, feasibility %.3g, complementarity %.3g)",
+             to_string(status), stats.rows - 1, row.stationarity, row.feasibility, row.complementarity);
+  return true;
 }
 
 // The SQP loop. Iterate i is linearized once; its residuals decide convergence, and otherwise one
@@ -309,20 +328,15 @@ Status Solver::Impl::solve(int max_steps, bool real_time) {
   stats.lq_solves = 0;
   stats.lq_iterations = 0;
   stats.regularized = 0;
+  stats.restorations = 0;
   stats.max_regularization = 0;
   stats.time = PhaseTimes{};
   sol.iterations = 0;
   set_status(Status::NotRun, nullptr);
   rows_reported = 0;
   interrupt = false;
+  acceptable_run = 0;
   penalty = 0;
-  if (cold) {
-    mu = opt.mu_init;
-  } else if (warm_shift) {
-    mu = std::max(mu, opt.warm_start_mu);
-  }
-  warm_shift = false;
-
   for (double v : problem.x0)
     if (!std::isfinite(v)) {
       set_status(Status::NumericalError, "the initial state has a non-finite entry");
@@ -330,6 +344,15 @@ Status Solver::Impl::solve(int max_steps, bool real_time) {
       sol.mu = mu;
       return sol.status;
     }
+  // Between solves the multipliers and mu are in the caller's units; inside, in the scaled problem's.
+  if (cold) {
+    mu = opt.mu_init;
+  } else if (scale_known) {
+    scale_multipliers(obj_scale);
+    mu *= obj_scale;
+  }
+  if (!cold && warm_shift) mu = std::max(mu, opt.warm_start_mu);
+  warm_shift = false;
 
   bool final_measured = true;  // the last row of stats holds the final iterate's residuals
   for (int iter = 0;; ++iter) {
@@ -360,6 +383,9 @@ Status Solver::Impl::solve(int max_steps, bool real_time) {
     it.stationarity = res.stationarity;
     it.feasibility = res.feasibility;
     it.complementarity = res.complementarity;
+    it.duality_gap = res.gap;
+    it.dual_scale = res.scale_dual;
+    last_res = res;
     stats.rows = iter + 1;
     if (iter == 0) {
       // The filter's envelope scales with the first iterate's infeasibility.
@@ -371,12 +397,17 @@ Status Solver::Impl::solve(int max_steps, bool real_time) {
       set_status(Status::Solved, nullptr);
       break;
     }
+    acceptable_run = acceptable(res) ? acceptable_run + 1 : 0;
+    if (acceptable_run >= opt.acceptable_iter) {
+      set_status(Status::SolvedAcceptable, "acceptable for %d iterates in a row (iteration %d)", acceptable_run, iter);
+      break;
+    }
     if (interrupt) {
       set_status(Status::Interrupted, "after %d steps", iter);
       break;
     }
     if (iter == max_steps) {
-      set_status(Status::MaxIterations, "%d iterations", iter);
+      if (!end_acceptable(Status::MaxIterations)) set_status(Status::MaxIterations, "%d iterations", iter);
       break;
     }
     if (opt.time_limit > 0 && seconds_since(t_start) > opt.time_limit) {
@@ -419,13 +450,21 @@ Status Solver::Impl::solve(int max_steps, bool real_time) {
     stats.time.step += seconds_since(t);
 
     t = Clock::now();
+    restored = false;
     const bool accepted = line_search(alpha_max, it);
     stats.time.line_search += seconds_since(t);
     if (!accepted) {  // line_search() set the status
       if (sol.status == Status::TimeLimit) drop_step();
+      // A stall at an iterate already within the acceptable level is convergence to the precision
+      // the step can resolve, not a failure.
+      if (sol.status == Status::LineSearchFailed || sol.status == Status::Infeasible) end_acceptable(sol.status);
       break;
     }
-    accept_step(it.step, alpha_dual);
+    if (restored) {
+      alpha_dual = 0;  // restore() moved x and s; the multipliers wait for the next step
+    } else {
+      accept_step(it.step, alpha_dual);
+    }
     it.dual_step = alpha_dual;
     stats.iterations = iter + 1;
     sol.iterations = iter + 1;
@@ -442,6 +481,10 @@ Status Solver::Impl::solve(int max_steps, bool real_time) {
                  to_string(sol.status), sol.iterations, feasibility, opt.tol_feasibility);
   }
   report_rows();  // the final iterate's row (its return no longer matters)
+  if (scale_known) {
+    scale_multipliers(1 / obj_scale);
+    mu /= obj_scale;
+  }
   sol.mu = mu;
   stats.time.total = seconds_since(t_start);
   return sol.status;

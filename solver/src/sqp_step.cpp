@@ -35,11 +35,15 @@ double fraction_to_boundary(const std::vector<double>& v, const std::vector<doub
 // solves the smaller barrier problem to that accuracy.
 void Solver::Impl::update_barrier(Residuals& res) {
   if (ineq.total() == 0) return;
-  while (mu > opt.mu_min && res.barrier_error <= opt.barrier_tol * mu) {
-    mu = std::max(opt.mu_min, std::min(opt.mu_linear * mu, std::pow(mu, opt.mu_superlinear)));
+  // On the central path every s_i z_i is mu, so the gap is about m mu: the floor lets mu fall far
+  // enough for the duality-gap test as well as for mu_min.
+  const double floor =
+      std::min(opt.mu_min, 0.5 * opt.tol_duality_gap * std::max(1.0, obj_scale * std::abs(cost)) / ineq.total());
+  while (mu > floor && res.barrier_error <= opt.barrier_tol * mu) {
+    mu = std::max(floor, std::min(opt.mu_linear * mu, std::pow(mu, opt.mu_superlinear)));
     double comp_mu = 0;
     for (int i = 0; i < ineq.total(); ++i) comp_mu = std::max(comp_mu, std::abs(s[i] * sol.z[i] - mu));
-    res.barrier_error = std::max({res.stationarity, res.feasibility, comp_mu});
+    res.barrier_error = std::max({res.stationarity / res.scale_dual, res.feasibility, comp_mu / res.scale_comp});
   }
 }
 
@@ -302,12 +306,14 @@ bool Solver::Impl::merit_search(double alpha_max, double df, IterationStats& it)
     ++it.backtracks;
   }
   it.step = 0;
-  if (stats.per_iteration[static_cast<std::size_t>(stats.rows - 1)].feasibility > opt.tol_feasibility)
+  if (stats.per_iteration[static_cast<std::size_t>(stats.rows - 1)].feasibility > opt.tol_feasibility) {
+    if (restore(it)) return true;
     set_status(Status::Infeasible, "the merit line search stalled at infeasibility %.3g (iteration %d)",
          stats.per_iteration[static_cast<std::size_t>(stats.rows - 1)].feasibility, stats.rows - 1);
-  else
+  } else {
     set_status(Status::LineSearchFailed, "no decrease down to step %.3g at iteration %d (directional derivative %.3g)",
          opt.min_step, stats.rows - 1, D);
+  }
   return false;
 }
 
@@ -359,6 +365,7 @@ bool Solver::Impl::filter_search(double alpha_max, double df, IterationStats& it
   }
   it.step = 0;
   const double feasibility = stats.per_iteration[static_cast<std::size_t>(stats.rows - 1)].feasibility;
+  if (feasibility > opt.tol_feasibility && restore(it)) return true;
   if (feasibility > opt.tol_feasibility)
     set_status(Status::Infeasible, "the filter line search stalled at infeasibility %.3g (iteration %d)", feasibility,
          stats.rows - 1);

@@ -3,6 +3,7 @@
 // the files closed_loop.csv and summary.json (docs/mpc.md).
 #include <unistd.h>
 
+#include <iterator>
 #include <cmath>
 #include <cstdio>
 #include <fmt/core.h>
@@ -28,8 +29,10 @@ using nlohmann::json;
 using solver::ClosedLoop;
 using solver::Status;
 
-constexpr Status kStatuses[] = {Status::NotRun,        Status::Solved,         Status::MaxIterations, Status::TimeLimit,
-                                Status::Infeasible,    Status::NumericalError, Status::LineSearchFailed};
+constexpr Status kStatuses[] = {Status::NotRun,         Status::Solved,           Status::SolvedAcceptable,
+                                Status::MaxIterations,  Status::TimeLimit,        Status::Infeasible,
+                                Status::NumericalError, Status::LineSearchFailed, Status::Interrupted};
+static_assert(std::size(kStatuses) == solver::kStatusCount);
 
 struct Progress {
   bool terminal = false;

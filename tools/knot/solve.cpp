@@ -138,6 +138,8 @@ nlohmann::ordered_json stats_json(const problems::Problem& p, const Report& r) {
                          {"stationarity", json_number(it.stationarity)},
                          {"feasibility", json_number(it.feasibility)},
                          {"complementarity", json_number(it.complementarity)},
+                         {"duality_gap", json_number(it.duality_gap)},
+                         {"dual_scale", json_number(it.dual_scale)},
                          {"mu", json_number(it.mu)},
                          {"step", json_number(it.step)},
                          {"dual_step", json_number(it.dual_step)},
@@ -354,7 +356,7 @@ int run_solve(const SolveOptions& opt) {
                       solver::to_string(options.globalization);
     report.status = solver::to_string(sol.status);
     report.message = std::string(sol.message());
-    report.solved = sol.status == solver::Status::Solved;
+    report.solved = solver::is_solved(sol.status);
     report.iterations = sol.iterations;
     report.cost = sol.cost;
     if (const auto rows = st.history(); !rows.empty()) {

@@ -68,7 +68,7 @@ struct ClosedLoopSummary {
   double constraint_violation = 0;
   double solve_p50 = 0, solve_p99 = 0, solve_max = 0, solve_mean = 0;
   int deadline_misses = 0;
-  std::array<int, 7> statuses{};  // count per Status, indexed by its value
+  std::array<int, kStatusCount> statuses{};  // count per Status, indexed by its value
   int failed_steps = 0;
   double closed_loop_cost = 0;
   std::uint64_t seed = 0;

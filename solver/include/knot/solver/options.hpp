@@ -32,10 +32,28 @@ struct SolverOptions {
   double time_limit = 0;              // wall-clock seconds per solve(); 0 = none. Checked at each iterate and
                                       // in the inner loops (pcg iterations, Schur refinement, regularization
                                       // retries, line-search trials); docs/solver.md gives the granularity
-  double tol_stationarity = 1e-8;     // inf-norm of the Lagrangian gradient
+  // Solved when all four hold (docs/solver.md, "Convergence and status"). The dual measures are
+  // scaled as IPOPT scales them, so large multipliers do not demand digits the problem lacks:
+  // s_d = max(1, mean |multiplier| / scale_max), s_c = max(1, mean z / scale_max).
+  double tol_stationarity = 1e-8;     // inf-norm of the Lagrangian gradient / s_d
   double tol_feasibility = 1e-8;      // inf-norm of dynamics defects, x_0 - x0, equality rows, inequality
-                                      // violation max(g, 0) and slack residual g + s
-  double tol_complementarity = 1e-8;  // max_i s_i z_i
+                                      // violation max(g, 0) and slack residual g + s (unscaled)
+  double tol_complementarity = 1e-8;  // max_i s_i z_i / s_c
+  double tol_duality_gap = 1e-10;     // sum_i s_i z_i <= tol_duality_gap max(1, |f|): the barrier's excess
+                                      // over the optimal cost, so the optimum is accurate relative to f
+  double scale_max = 100;             // IPOPT's s_max
+  // Objective scaling: where the largest gradient or Hessian-diagonal entry of the cost at the first
+  // iterate of a cold start lies outside [objective_scale_min, objective_scale_max], the objective
+  // is multiplied by the power of two that brings it to within a factor 2 of the nearer end (IPOPT's
+  // nlp_scaling_max_gradient, which only scales down). The tolerances apply to the scaled problem;
+  // the cost and multipliers reported are unscaled.
+  double objective_scale_min = 1e-2;
+  double objective_scale_max = 1e4;
+  // The acceptable level: every measure above within acceptable_tol (the gap relative to max(1, |f|))
+  // at acceptable_iter iterates in a row, or at the iterate where a failed line search or max_iter
+  // stops the solve, ends it SolvedAcceptable.
+  double acceptable_tol = 1e-6;
+  int acceptable_iter = 10;
   // One SQP iteration per solve() (real-time iteration for MPC): the barrier parameter, slacks and
   // multipliers carry over from call to call.
   bool real_time_iteration = false;

@@ -18,6 +18,8 @@ struct IterationStats {
   double stationarity = 0;     // inf-norm of the Lagrangian gradient
   double feasibility = 0;      // inf-norm of the primal residuals
   double complementarity = 0;  // max_i s_i z_i
+  double duality_gap = 0;      // sum_i s_i z_i
+  double dual_scale = 1;       // s_d: the convergence test reads stationarity / s_d (docs/solver.md)
   double mu = 0;               // barrier parameter of the step
   double penalty = 0;          // merit penalty nu of the step
   double regularization = 0;   // delta added to the Hessian diagonal (0 when none was needed)
@@ -26,6 +28,7 @@ struct IterationStats {
   double step_norm = 0;        // inf-norm of the full primal step (dx, du)
   double seconds = 0;          // wall clock since solve() began, when the row became final
   int backtracks = 0;          // rejected line-search trials
+  bool restoration = false;    // the step was the feasibility fallback (a rollout of the controls)
   int lq_iterations = 0;       // pcg iterations of the LQ solve (all tries); 0 for direct backends
   LqStatus lq_status = LqStatus::Solved;
 };
@@ -47,6 +50,7 @@ struct Stats {
   int lq_solves = 0;               // LQ solves, regularized retries included
   int lq_iterations = 0;           // pcg iterations, summed
   int regularized = 0;             // iterations that needed Hessian regularization
+  int restorations = 0;            // steps taken by the feasibility fallback
   double max_regularization = 0;
   PhaseTimes time;
   std::vector<IterationStats> per_iteration;  // capacity max_iter + 1; rows [0, iterations] are valid
