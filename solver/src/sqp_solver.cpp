@@ -165,6 +165,8 @@ Solver::Impl::Impl(problems::Problem p, const SolverOptions& options)
   grad_x.assign(static_cast<std::size_t>(N + 1) * nx, 0.0);
   grad_u.assign(static_cast<std::size_t>(N) * nu, 0.0);
   lq = LqData(nx, nu, N);
+  if (opt.central_start && ineq.total() > 0)
+    probe_save.assign(lq.Q.size() + lq.R.size() + lq.S.size() + lq.q.size() + lq.r.size(), 0.0);
   step = LqSolution(nx, nu, N);
   if (rate) {
     rate_Hpp.assign(static_cast<std::size_t>(N + 1) * nu * nu, 0.0);
@@ -255,7 +257,7 @@ void Solver::Impl::record_allocation_sizes() {
           vector_bytes(s_trial) + vector_bytes(grad_x) + vector_bytes(grad_u) + vector_bytes(x_trial) +
           vector_bytes(u_trial) + vector_bytes(x_next) + vector_bytes(term_g) + vector_bytes(term_gx) +
           vector_bytes(term_gu) + vector_bytes(nonzero) + vector_bytes(filter) + vector_bytes(fd_w) + vector_bytes(fd_plus) +
-          vector_bytes(fd_minus) + vector_bytes(fd_H) + vector_bytes(fd_A) + vector_bytes(fd_B) + vector_bytes(stats.per_iteration) + vector_bytes(costs);
+          vector_bytes(fd_minus) + vector_bytes(fd_H) + vector_bytes(fd_A) + vector_bytes(fd_B) + vector_bytes(probe_save) + vector_bytes(stats.per_iteration) + vector_bytes(costs);
   for (const Rows* r : {&ineq, &eq})
     bytes += vector_bytes(r->terms) + vector_bytes(r->offset) + vector_bytes(r->value) + vector_bytes(r->jac) +
              vector_bytes(r->trial) + vector_bytes(r->jdw);
@@ -316,10 +318,15 @@ Status Solver::Impl::solve(int max_steps, bool real_time) {
   rows_reported = 0;
   interrupt = false;
   penalty = 0;
+  restart_armed = warm_shift && !cold;
   if (cold) {
     mu = opt.mu_init;
   } else if (warm_shift) {
-    mu = std::max(mu, opt.warm_start_mu);
+    // No barrier restart: the shifted slacks and duals keep their products, so mu starts at their
+    // mean (recover_step restarts it at warm_start_mu if a bound then cuts a step).
+    double sum = 0;
+    for (int i = 0; i < ineq.total(); ++i) sum += s[i] * sol.z[i];
+    if (ineq.total() > 0) mu = std::clamp(sum / ineq.total(), opt.mu_min, opt.mu_init);
   }
   warm_shift = false;
 
@@ -466,6 +473,7 @@ double estimate_workspace_bytes(const problems::Problem& p, const SolverOptions&
     for (int k = 0; k <= p.horizon.N; ++k)
       if (c->active(k, p.horizon.N)) rows += c->dim();
   doubles += rows * (nx + nu + 8) + 10 * (N + 1) * (nx + nu);  // constraint rows; iterates and trial points
+  if (o.central_start && rows > 0) doubles += (N + 1) * nx * nx + N * nu * nu + N * nu * nx + (N + 1) * nx + N * nu;  // probe_save
   return doubles * sizeof(double) + (o.max_iter + 1.0) * sizeof(IterationStats);
 }
 
