@@ -65,12 +65,15 @@ struct Solver::Impl {
   bool linearize();                     // at (x, u): LQ blocks, raw gradients, rows; false on NaN/failure
   bool exact_hessian(int k);            // replaces knot k's Gauss-Newton blocks by the Lagrangian's
   bool lagrangian_gradient(int k, const double* x, const double* u, double* out);
-  void initialize_slacks();             // cold start: s from g, z = dual_init
+  void initialize_slacks();             // cold start: s from g, z by start_duals
+  void start_duals();                   // z on the central path mu / s where the first step allows it
   Residuals measure_residuals() const;  // check_convergence's input
   void update_barrier(Residuals& res);  // monotone mu decrease once the barrier problem is solved
+  double mu_floor() const;              // the smallest mu: mu_min, lower where the gap test needs it
   void add_barrier_terms();             // condense inequality and equality rows into the LQ
   bool solve_lq(IterationStats& it);    // with regularization retries; false on failure
   void recover_step(double& alpha_primal, double& alpha_dual);  // ds, dz, dy, fraction to the boundary
+  bool resolve_barrier(double mu_new);  // the LQ step again at barrier parameter mu_new (same factorization)
   bool line_search(double alpha_max, IterationStats& it);  // true: a step was accepted
   bool update_penalty(double df, IterationStats& it);
   bool merit_search(double alpha_max, double df, IterationStats& it);
@@ -84,13 +87,16 @@ struct Solver::Impl {
   // Every measure of `res` within `tol` (stationarity, complementarity) and the feasibility and gap
   // tolerances: converged() at the tolerances, acceptable() at acceptable_tol.
   bool within(const Residuals& res, double tol_st, double tol_fe, double tol_co, double tol_gap) const;
+  // The largest measure over its tolerance (<= 1: within them).
+  double error_ratio(const Residuals& res, double tol_st, double tol_fe, double tol_co, double tol_gap) const;
   bool converged(const Residuals& res) const;
   bool acceptable(const Residuals& res) const;
   // The iterate of the last row is acceptable: the failure `status` becomes SolvedAcceptable, the
   // message naming it. Returns whether it did.
   bool end_acceptable(Status status);
   Residuals last_res;     // residuals of the last measured iterate
-  int acceptable_run = 0;  // acceptable iterates in a row
+  int acceptable_run = 0;       // acceptable iterates in a row (since the window began)
+  double acceptable_error = 0;  // error_ratio at the start of the window
 
   // ---- Helpers
   MeritParts evaluate_merit_parts(const double* x, const double* u, const double* s);
@@ -132,7 +138,8 @@ struct Solver::Impl {
   double penalty = 0;
   double reg_last = 0;
   bool cold = true;         // next solve() starts cold: slacks and duals re-initialized
-  bool warm_shift = false;  // next solve() follows shift(): mu raised to warm_start_mu
+  bool warm_shift = false;  // next solve() follows shift(): mu from the shifted complementarity
+  bool restart_armed = false;  // this solve follows shift(): a step cut by a bound raises mu once
 
   // ---- Linearization at the iterate
   double cost = 0;
@@ -153,6 +160,7 @@ struct Solver::Impl {
 
   // ---- Step and line search
   std::vector<double> ds, dz, dy;
+  std::vector<double> probe_save;  // Q, R, S, q, r of a cold start's linearization during its probe step
   std::vector<double> x_trial, u_trial, s_trial, x_next;
   MeritParts current;  // merit pieces at the iterate
   double merit_decrease = 0;  // theta - theta_model of the step (merit)

@@ -246,15 +246,15 @@ bool Solver::Impl::exact_hessian(int k) {
 }
 
 // Cold start: s = max(-g, slack_push max(1, |g|)) keeps the slacks off the boundary even where the
-// guess violates a row; the duals start at dual_init.
+// guess violates a row; the duals start at dual_init, or on the central path (start_duals).
 void Solver::Impl::initialize_slacks() {
   for (int i = 0; i < ineq.total(); ++i) {
     const double g = ineq.value[static_cast<std::size_t>(i)];
     s[i] = std::max(-g, opt.slack_push * std::max(1.0, std::abs(g)));
-    sol.z[i] = opt.dual_init;
   }
   std::fill(sol.lambda.begin(), sol.lambda.end(), 0.0);
   std::fill(sol.y.begin(), sol.y.end(), 0.0);
+  start_duals();
   // The slacks changed: the iterate's infeasibility includes g + s.
   current.infeasibility = 0;
   for (int k = 0; k < N; ++k)

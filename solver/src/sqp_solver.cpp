@@ -165,6 +165,8 @@ Solver::Impl::Impl(problems::Problem p, const SolverOptions& options)
   grad_x.assign(static_cast<std::size_t>(N + 1) * nx, 0.0);
   grad_u.assign(static_cast<std::size_t>(N) * nu, 0.0);
   lq = LqData(nx, nu, N);
+  if (opt.central_start && ineq.total() > 0)
+    probe_save.assign(lq.Q.size() + lq.R.size() + lq.S.size() + lq.q.size() + lq.r.size(), 0.0);
   step = LqSolution(nx, nu, N);
   if (rate) {
     rate_Hpp.assign(static_cast<std::size_t>(N + 1) * nu * nu, 0.0);
@@ -255,7 +257,7 @@ void Solver::Impl::record_allocation_sizes() {
           vector_bytes(s_trial) + vector_bytes(grad_x) + vector_bytes(grad_u) + vector_bytes(x_trial) +
           vector_bytes(u_trial) + vector_bytes(x_next) + vector_bytes(term_g) + vector_bytes(term_gx) +
           vector_bytes(term_gu) + vector_bytes(nonzero) + vector_bytes(filter) + vector_bytes(fd_w) + vector_bytes(fd_plus) +
-          vector_bytes(fd_minus) + vector_bytes(fd_H) + vector_bytes(fd_A) + vector_bytes(fd_B) + vector_bytes(stats.per_iteration) + vector_bytes(costs);
+          vector_bytes(fd_minus) + vector_bytes(fd_H) + vector_bytes(fd_A) + vector_bytes(fd_B) + vector_bytes(probe_save) + vector_bytes(stats.per_iteration) + vector_bytes(costs);
   for (const Rows* r : {&ineq, &eq})
     bytes += vector_bytes(r->terms) + vector_bytes(r->offset) + vector_bytes(r->value) + vector_bytes(r->jac) +
              vector_bytes(r->trial) + vector_bytes(r->jdw);
@@ -287,9 +289,14 @@ bool Solver::Impl::out_of_time(const char* phase) {
   return true;
 }
 
+double Solver::Impl::error_ratio(const Residuals& r, double tol_st, double tol_fe, double tol_co, double tol_gap) const {
+  return std::max({r.stationarity / (tol_st * r.scale_dual), r.feasibility / tol_fe,
+                   r.complementarity / (tol_co * r.scale_comp),
+                   r.gap / (tol_gap * std::max(1.0, obj_scale * std::abs(cost)))});
+}
+
 bool Solver::Impl::within(const Residuals& r, double tol_st, double tol_fe, double tol_co, double tol_gap) const {
-  return r.stationarity <= tol_st * r.scale_dual && r.feasibility <= tol_fe &&
-         r.complementarity <= tol_co * r.scale_comp && r.gap <= tol_gap * std::max(1.0, obj_scale * std::abs(cost));
+  return error_ratio(r, tol_st, tol_fe, tol_co, tol_gap) <= 1;
 }
 
 bool Solver::Impl::converged(const Residuals& r) const {
@@ -345,13 +352,22 @@ Status Solver::Impl::solve(int max_steps, bool real_time) {
       return sol.status;
     }
   // Between solves the multipliers and mu are in the caller's units; inside, in the scaled problem's.
+  restart_armed = warm_shift && !cold;
   if (cold) {
     mu = opt.mu_init;
-  } else if (scale_known) {
-    scale_multipliers(obj_scale);
-    mu *= obj_scale;
+  } else {
+    if (scale_known) {
+      scale_multipliers(obj_scale);
+      mu *= obj_scale;
+    }
+    if (warm_shift) {
+      // No barrier restart: the shifted slacks and duals keep their products, so mu starts at their
+      // mean (recover_step restarts it at warm_start_mu if a bound then cuts a step).
+      double sum = 0;
+      for (int i = 0; i < ineq.total(); ++i) sum += s[i] * sol.z[i];
+      if (ineq.total() > 0) mu = std::clamp(sum / ineq.total(), mu_floor(), opt.mu_init);
+    }
   }
-  if (!cold && warm_shift) mu = std::max(mu, opt.warm_start_mu);
   warm_shift = false;
 
   bool final_measured = true;  // the last row of stats holds the final iterate's residuals
@@ -397,10 +413,23 @@ Status Solver::Impl::solve(int max_steps, bool real_time) {
       set_status(Status::Solved, nullptr);
       break;
     }
-    acceptable_run = acceptable(res) ? acceptable_run + 1 : 0;
-    if (acceptable_run >= opt.acceptable_iter) {
-      set_status(Status::SolvedAcceptable, "acceptable for %d iterates in a row (iteration %d)", acceptable_run, iter);
-      break;
+    // Acceptable for acceptable_iter iterates in a row, over which the error (against the solved
+    // tolerances) fell by less than a factor 10: the residuals have stopped moving.
+    if (acceptable(res)) {
+      const double error = error_ratio(res, opt.tol_stationarity, opt.tol_feasibility, opt.tol_complementarity,
+                                       opt.tol_duality_gap);
+      if (acceptable_run == 0) acceptable_error = error;
+      if (++acceptable_run > opt.acceptable_iter) {
+        if (error > 0.1 * acceptable_error) {
+          set_status(Status::SolvedAcceptable, "acceptable for %d iterates in a row without progress (iteration %d)",
+                     opt.acceptable_iter, iter);
+          break;
+        }
+        acceptable_run = 1;
+        acceptable_error = error;
+      }
+    } else {
+      acceptable_run = 0;
     }
     if (interrupt) {
       set_status(Status::Interrupted, "after %d steps", iter);
@@ -509,6 +538,7 @@ double estimate_workspace_bytes(const problems::Problem& p, const SolverOptions&
     for (int k = 0; k <= p.horizon.N; ++k)
       if (c->active(k, p.horizon.N)) rows += c->dim();
   doubles += rows * (nx + nu + 8) + 10 * (N + 1) * (nx + nu);  // constraint rows; iterates and trial points
+  if (o.central_start && rows > 0) doubles += (N + 1) * nx * nx + N * nu * nu + N * nu * nx + (N + 1) * nx + N * nu;  // probe_save
   return doubles * sizeof(double) + (o.max_iter + 1.0) * sizeof(IterationStats);
 }
 

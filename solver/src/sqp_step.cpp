@@ -30,15 +30,19 @@ double fraction_to_boundary(const std::vector<double>& v, const std::vector<doub
 
 }  // namespace
 
+// On the central path every s_i z_i is mu, so the gap is about m mu: the floor lets mu fall far
+// enough for the duality-gap test as well as for mu_min.
+double Solver::Impl::mu_floor() const {
+  if (ineq.total() == 0) return opt.mu_min;
+  return std::min(opt.mu_min, 0.5 * opt.tol_duality_gap * std::max(1.0, obj_scale * std::abs(cost)) / ineq.total());
+}
+
 // Monotone (Fiacco-McCormick) update: once the barrier problem's KKT error is within barrier_tol * mu,
 // mu <- max(mu_min, min(mu_linear mu, mu^mu_superlinear)), repeated while the current iterate already
 // solves the smaller barrier problem to that accuracy.
 void Solver::Impl::update_barrier(Residuals& res) {
   if (ineq.total() == 0) return;
-  // On the central path every s_i z_i is mu, so the gap is about m mu: the floor lets mu fall far
-  // enough for the duality-gap test as well as for mu_min.
-  const double floor =
-      std::min(opt.mu_min, 0.5 * opt.tol_duality_gap * std::max(1.0, obj_scale * std::abs(cost)) / ineq.total());
+  const double floor = mu_floor();
   while (mu > floor && res.barrier_error <= opt.barrier_tol * mu) {
     mu = std::max(floor, std::min(opt.mu_linear * mu, std::pow(mu, opt.mu_superlinear)));
     double comp_mu = 0;
@@ -182,7 +186,8 @@ void Solver::Impl::contract_rate() {
 
 // recover_step: from the LQ step dw = (dx, du) per row J dw, then
 //   ds = -(g + s) - J dw,   z+ = mu/s + (z/s)(g + s + J dw),   y+ = y + (h + J dw) / delta,
-// and the largest steps that keep s and z a fraction tau = max(tau_min, 1 - mu) off zero.
+// and the largest steps that keep s and z a fraction tau = max(tau_min, 1 - mu) off zero. A warm
+// solve after shift() raises mu to warm_start_mu the first time a bound cuts its step.
 void Solver::Impl::recover_step(double& alpha_primal, double& alpha_dual) {
   const auto row_times_step = [&](const Rows& rows, std::vector<double>& out) {
     for (int k = 0; k <= N; ++k) {
@@ -198,17 +203,29 @@ void Solver::Impl::recover_step(double& alpha_primal, double& alpha_dual) {
       }
     }
   };
-  row_times_step(ineq, ineq.jdw);
-  row_times_step(eq, eq.jdw);
-  for (int i = 0; i < ineq.total(); ++i) {
-    const double r = ineq.value[i] + s[i];
-    ds[i] = -r - ineq.jdw[i];
-    dz[i] = mu / s[i] + sol.z[i] / s[i] * (r + ineq.jdw[i]) - sol.z[i];
+  const auto recover = [&] {
+    row_times_step(ineq, ineq.jdw);
+    row_times_step(eq, eq.jdw);
+    for (int i = 0; i < ineq.total(); ++i) {
+      const double r = ineq.value[i] + s[i];
+      ds[i] = -r - ineq.jdw[i];
+      dz[i] = mu / s[i] + sol.z[i] / s[i] * (r + ineq.jdw[i]) - sol.z[i];
+    }
+    for (int e = 0; e < eq.total(); ++e) dy[e] = (eq.value[e] + eq.jdw[e]) / opt.equality_reg;
+    const double tau = std::max(opt.tau_min, 1 - mu);
+    alpha_primal = fraction_to_boundary(s, ds, tau);
+    alpha_dual = fraction_to_boundary(sol.z, dz, tau);
+  };
+  recover();
+  // A warm solve whose step runs into a bound restarts the barrier, once: with mu near zero the
+  // fraction to the boundary (tau = 1 - mu) would let the slack land next to zero, where every later
+  // step is cut to nothing. The matrix does not depend on mu, so the new step costs a resolve.
+  if (restart_armed && alpha_primal < 1 && mu < opt.warm_start_mu && resolve_barrier(opt.warm_start_mu)) {
+    restart_armed = false;
+    filter_size = 0;  // a new barrier problem starts a new filter
+    stats.per_iteration[static_cast<std::size_t>(stats.rows - 1)].mu = mu;
+    recover();
   }
-  for (int e = 0; e < eq.total(); ++e) dy[e] = (eq.value[e] + eq.jdw[e]) / opt.equality_reg;
-  const double tau = std::max(opt.tau_min, 1 - mu);
-  alpha_primal = fraction_to_boundary(s, ds, tau);
-  alpha_dual = fraction_to_boundary(sol.z, dz, tau);
 }
 
 // line_search: shared part. The directional derivative of the barrier objective

@@ -50,8 +50,9 @@ struct SolverOptions {
   double objective_scale_min = 1e-2;
   double objective_scale_max = 1e4;
   // The acceptable level: every measure above within acceptable_tol (the gap relative to max(1, |f|))
-  // at acceptable_iter iterates in a row, or at the iterate where a failed line search or max_iter
-  // stops the solve, ends it SolvedAcceptable.
+  // at acceptable_iter iterates in a row over which the error did not fall tenfold (the iterates
+  // stopped moving), or at the iterate where a failed line search or max_iter stops the solve, ends
+  // it SolvedAcceptable.
   double acceptable_tol = 1e-6;
   int acceptable_iter = 10;
   // One SQP iteration per solve() (real-time iteration for MPC): the barrier parameter, slacks and
@@ -77,8 +78,14 @@ struct SolverOptions {
   double barrier_tol = 10;       // ... once the barrier problem's KKT error is <= barrier_tol * mu
   double tau_min = 0.995;        // fraction to the boundary: tau = max(tau_min, 1 - mu)
   double slack_push = 1e-2;      // initial slack s = max(-g, slack_push max(1, |g|))
-  double dual_init = 1;          // initial inequality dual z
-  double warm_start_mu = 1e-3;   // barrier parameter of a warm-started solve (after shift() or a solve)
+  double dual_init = 1;          // initial inequality dual z (rows the central start leaves out)
+  // Cold start on the central path: z = mu_init / s for the rows the guess satisfies (s = -g), kept
+  // when one probe LQ step with those duals stays inside every bound (the fraction to the boundary
+  // does not cut it); otherwise every z = dual_init. Far, inactive bounds then cost few iterations.
+  bool central_start = true;
+  // After shift() the next solve starts from mu = mean(s z) of the shifted slacks and duals (no
+  // barrier restart); the first step of that solve a bound cuts restarts it at warm_start_mu, once.
+  double warm_start_mu = 1e-3;
 
   // ---- Equality rows h(x, u) = 0: stabilized (proximal multiplier) Newton steps
   // y+ = y + (h + J dw) / equality_reg; fixed points are exact KKT points (docs/solver.md).
