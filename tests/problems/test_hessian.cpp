@@ -199,6 +199,16 @@ std::vector<Case> templated_models() {
           {"double_integrator(2)", adapted<models::DoubleIntegrator>(di2)}};
 }
 
+// A model's compile-time kNw (which picks its one second-order width) is its nx + nu.
+TEST(StepHessian, CompileTimeSizesAreTheModels) {
+  EXPECT_EQ(models::Pendulum::kNw, models::Pendulum{}.nx() + models::Pendulum{}.nu());
+  EXPECT_EQ(models::Cartpole::kNw, models::Cartpole{}.nx() + models::Cartpole{}.nu());
+  EXPECT_EQ(models::Acrobot::kNw, models::Acrobot{}.nx() + models::Acrobot{}.nu());
+  EXPECT_EQ(models::Unicycle::kNw, models::Unicycle{}.nx() + models::Unicycle{}.nu());
+  EXPECT_EQ(models::Car::kNw, models::Car{}.nx() + models::Car{}.nu());
+  EXPECT_EQ(models::Quadrotor::kNw, models::Quadrotor{}.nx() + models::Quadrotor{}.nu());
+}
+
 TEST(StepHessian, EveryTemplatedModelAndExplicitSchemeMatchesFiniteDifferences) {
   Rng rng(21);
   const double dt = 0.05;

@@ -32,7 +32,8 @@
 // Second order (step_hessian): one evaluation of the integrator step (explicit_step, integrator.hpp)
 // on HyperDual<W> seeded with the nx + nu unit directions gives every second derivative of x_next;
 // W is the smallest width of kSecondOrderWidths that holds nx + nu (the unused directions stay
-// zero). Larger models report Unsupported. The HyperDual copies live in the ModelData too.
+// zero); a model with a compile-time M::kNw = nx + nu builds that width only, the others all of
+// them (chosen at run time). Larger models report Unsupported. The HyperDual copies live in the ModelData too.
 #pragma once
 
 #include <algorithm>
@@ -223,13 +224,26 @@ class ModelAdapter final : public Model {
  private:
   static constexpr int kSecondOrderWidths[] = {3, 5, 6, 8, 12, 16, 24};
 
-  // Calls body.template operator()<W>() for the smallest width W >= nw; nothing when none is.
+  static constexpr int smallest_width(int nw) {
+    for (int w : kSecondOrderWidths)
+      if (nw <= w) return w;
+    return 0;
+  }
+
+  // Calls body.template operator()<W>() for the smallest width W >= nw; nothing when none is. A
+  // model that states nx + nu at compile time (M::kNw) instantiates that one width only.
   template <class Body>
   static void with_second_order_width(int nw, const Body& body) {
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (void)((nw <= kSecondOrderWidths[I] ? (body.template operator()<kSecondOrderWidths[I]>(), true) : false) ||
-             ...);
-    }(std::make_index_sequence<std::size(kSecondOrderWidths)>{});
+    if constexpr (requires { M::kNw; }) {
+      constexpr int W = smallest_width(M::kNw);
+      if constexpr (W > 0)
+        if (nw <= W) body.template operator()<W>();
+    } else {
+      [&]<std::size_t... I>(std::index_sequence<I...>) {
+        (void)((nw <= kSecondOrderWidths[I] ? (body.template operator()<kSecondOrderWidths[I]>(), true) : false) ||
+               ...);
+      }(std::make_index_sequence<std::size(kSecondOrderWidths)>{});
+    }
   }
 
   // xd, ud, yd (n, m, n) and work (2 n) HyperDuals of scratch.
