@@ -10,9 +10,11 @@
 // (the negative controls, off by more than 1e-3).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <memory>
 #include <string>
@@ -22,7 +24,6 @@
 #include "knot/problems/cost.hpp"
 #include "knot/problems/dual.hpp"
 #include "knot/problems/hyperdual.hpp"
-#include "knot/problems/stage.hpp"
 #include "knot/problems/integrator.hpp"
 #include "knot/problems/model_adapter.hpp"
 #include "knot/problems/models/acrobot.hpp"
@@ -34,6 +35,7 @@
 #include "knot/problems/models/pendulum.hpp"
 #include "knot/problems/models/quadrotor.hpp"
 #include "knot/problems/models/unicycle.hpp"
+#include "knot/problems/stage.hpp"
 #include "test_models_local.hpp"
 
 namespace {
@@ -169,8 +171,7 @@ Mat fd_step_hessian(Integrator& in, const Model& m, const Vec& w, const Vec& lam
   const auto grad = [&](const Vec& v) {
     Vec y(nx);
     Mat A(nx, nx), B(nx, nu);
-    EXPECT_EQ(in.step_jacobian(*data, v.data(), v.data() + nx, dt, y.data(), A.data(), B.data()),
-              IntegratorStatus::Ok);
+    EXPECT_EQ(in.step_jacobian(*data, v.data(), v.data() + nx, dt, y.data(), A.data(), B.data()), IntegratorStatus::Ok);
     Vec g(nx + nu);
     g << A.transpose() * lambda, B.transpose() * lambda;
     return g;

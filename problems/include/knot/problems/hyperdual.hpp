@@ -118,8 +118,7 @@ KNOT_DUAL_INLINE KNOT_HD HyperDual<N> operator/(const HyperDual<N>& a, const Hyp
   for (int i = 0; i < N; ++i) r.g[i] = (a.g[i] - r.v * b.g[i]) / b.v;
   int p = 0;
   for (int i = 0; i < N; ++i)
-    for (int j = 0; j <= i; ++j, ++p)
-      r.h[p] = (a.h[p] - r.v * b.h[p] - (r.g[i] * b.g[j] + r.g[j] * b.g[i])) / b.v;
+    for (int j = 0; j <= i; ++j, ++p) r.h[p] = (a.h[p] - r.v * b.h[p] - (r.g[i] * b.g[j] + r.g[j] * b.g[i])) / b.v;
   return r;
 }
 
@@ -185,18 +184,18 @@ KNOT_DUAL_INLINE KNOT_HD HyperDual<N> operator/(U s, const HyperDual<N>& a) {
 
 // --- comparisons (value only) ----------------------------------------------------------------------
 
-#define KNOT_HYPERDUAL_COMPARE(op)                                                            \
-  template <int N>                                                                            \
-  KNOT_DUAL_INLINE KNOT_HD bool operator op(const HyperDual<N>& a, const HyperDual<N>& b) {   \
-    return a.v op b.v;                                                                        \
-  }                                                                                           \
-  template <int N, HyperDualScalar U>                                                         \
-  KNOT_DUAL_INLINE KNOT_HD bool operator op(const HyperDual<N>& a, U s) {                     \
-    return a.v op double(s);                                                                  \
-  }                                                                                           \
-  template <int N, HyperDualScalar U>                                                         \
-  KNOT_DUAL_INLINE KNOT_HD bool operator op(U s, const HyperDual<N>& a) {                     \
-    return double(s) op a.v;                                                                  \
+#define KNOT_HYPERDUAL_COMPARE(op)                                                          \
+  template <int N>                                                                          \
+  KNOT_DUAL_INLINE KNOT_HD bool operator op(const HyperDual<N>& a, const HyperDual<N>& b) { \
+    return a.v op b.v;                                                                      \
+  }                                                                                         \
+  template <int N, HyperDualScalar U>                                                       \
+  KNOT_DUAL_INLINE KNOT_HD bool operator op(const HyperDual<N>& a, U s) {                   \
+    return a.v op double(s);                                                                \
+  }                                                                                         \
+  template <int N, HyperDualScalar U>                                                       \
+  KNOT_DUAL_INLINE KNOT_HD bool operator op(U s, const HyperDual<N>& a) {                   \
+    return double(s) op a.v;                                                                \
   }
 KNOT_HYPERDUAL_COMPARE(==)
 KNOT_HYPERDUAL_COMPARE(!=)

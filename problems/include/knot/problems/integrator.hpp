@@ -63,8 +63,8 @@ class Integrator {
 // HyperDual). f(x, u, out) evaluates the model; work holds 2 n scalars; y (n) receives x_next and
 // may not alias x. Implicit schemes are not handled here (false).
 template <class S, class Dyn>
-bool explicit_step(IntegratorType type, bool discrete, int n, int nq, const Dyn& f, const S* x, const S* u,
-                   double dt, S* y, S* work) {
+bool explicit_step(IntegratorType type, bool discrete, int n, int nq, const Dyn& f, const S* x, const S* u, double dt,
+                   S* y, S* work) {
   S* fv = work;
   S* acc = work + n;
   if (discrete) {

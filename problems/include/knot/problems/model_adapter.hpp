@@ -242,15 +242,16 @@ class ModelAdapter final : public Model {
       [&]<std::size_t... I>(std::index_sequence<I...>) {
         (void)((nw <= kSecondOrderWidths[I] ? (body.template operator()<kSecondOrderWidths[I]>(), true) : false) ||
                ...);
-      }(std::make_index_sequence<std::size(kSecondOrderWidths)>{});
+      }
+      (std::make_index_sequence<std::size(kSecondOrderWidths)>{});
     }
   }
 
   // xd, ud, yd (n, m, n) and work (2 n) HyperDuals of scratch.
   template <int W>
-  SecondOrderStatus second_order(IntegratorType type, const double* x, const double* u, double dt,
-                                 const double* lambda, double* H, HyperDual<W>* xd, HyperDual<W>* ud,
-                                 HyperDual<W>* yd, HyperDual<W>* work) const {
+  SecondOrderStatus second_order(IntegratorType type, const double* x, const double* u, double dt, const double* lambda,
+                                 double* H, HyperDual<W>* xd, HyperDual<W>* ud, HyperDual<W>* yd,
+                                 HyperDual<W>* work) const {
     const int n = model_.nx(), m = model_.nu(), nw = n + m;
     if (nw > W) return SecondOrderStatus::Unsupported;  // never taken (the caller picks W >= nw)
     // Direction j seeds input j of w = (x, u); the bounds tell the compiler that j < W.
