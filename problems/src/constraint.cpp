@@ -181,6 +181,12 @@ void CircleObstacle::jacobian(const StagePoint& p, double* g, double* gx, double
   }
 }
 
+// g = r^2 - (dx^2 + dy^2): d2g = -2 on the two planar-position entries, zero elsewhere.
+bool CircleObstacle::add_curvature(const StagePoint&, const double* mult, double* H, int ldh) const {
+  for (int a : ix_) H[a + static_cast<std::size_t>(a) * ldh] += -2.0 * mult[0];
+  return true;
+}
+
 // ---- EndEffectorHeight ----
 
 EndEffectorHeight::EndEffectorHeight(TermInfo info, std::shared_ptr<const Model> model, int frame,

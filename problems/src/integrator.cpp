@@ -315,4 +315,12 @@ IntegratorStatus Integrator::step_jacobian(ModelData& data, const double* x, con
   return IntegratorStatus::NonFinite;
 }
 
+SecondOrderStatus Integrator::step_hessian(ModelData& data, const double* x, const double* u, double dt,
+                                           const double* lambda, double* H) const {
+  if (!std::isfinite(dt)) return SecondOrderStatus::NonFinite;
+  const bool implicit = type_ == IntegratorType::ImplicitEuler || type_ == IntegratorType::ImplicitMidpoint;
+  if (implicit && !model_->discrete_time()) return SecondOrderStatus::Unsupported;
+  return model_->step_hessian(data, type_, x, u, dt, lambda, H);
+}
+
 }  // namespace knot::problems

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <memory>
 #include <span>
+#include <optional>
 #include <vector>
 
 #include "knot/problems/constraint.hpp"
@@ -64,6 +65,8 @@ struct Solver::Impl {
   // ---- Phases, in the order solve() runs them
   bool linearize();                     // at (x, u): LQ blocks, raw gradients, rows; false on NaN/failure
   bool exact_hessian(int k);            // replaces knot k's Gauss-Newton blocks by the Lagrangian's
+  std::optional<bool> closed_form_hessian(int k);  // exact_hessian's exact path; nullopt: not available
+  bool differenced_hessian(int k);                 // exact_hessian's fallback
   bool lagrangian_gradient(int k, const double* x, const double* u, double* out);
   void initialize_slacks();             // cold start: s from g, z by start_duals
   void start_duals();                   // z on the central path mu / s where the first step allows it

@@ -200,10 +200,80 @@ bool Solver::Impl::lagrangian_gradient(int k, const double* x, const double* u, 
   return true;
 }
 
-// Exact Hessian of knot k: central differences of the analytic Lagrangian gradient, with the step
-// h_j = eps^(1/3) max(1, |w_j|) that balances truncation (h^2) against rounding (eps / h), then
-// symmetrized. It replaces the Gauss-Newton blocks Q_k, R_k, S_k (the gradient stays analytic).
+// Exact Hessian of knot k: in closed form where every piece of L_k has second derivatives, else by
+// central differences of the analytic Lagrangian gradient. It replaces the Gauss-Newton blocks
+// Q_k, R_k, S_k (the gradient stays analytic).
 bool Solver::Impl::exact_hessian(int k) {
+  if (const std::optional<bool> done = closed_form_hessian(k)) return *done;
+  return differenced_hessian(k);
+}
+
+// The Hessian of L_k from its pieces, exact to rounding: the cost blocks as linearize accumulated
+// them (exact for quadratic terms) plus each term's curvature, lambda_{k+1}' d2F from the model's
+// second-order forward mode (Model::step_hessian), and z' d2g + y' d2h from the constraint terms.
+// Symmetric bit for bit. nullopt when a piece has no closed form (an implicit scheme, a model or
+// term without second derivatives); false when the step's derivatives are not finite.
+std::optional<bool> Solver::Impl::closed_form_hessian(int k) {
+  const bool running = k < N;
+  const int n = running ? nw : nx;
+  const problems::StagePoint p = point(k, sol.x.data(), sol.u.data());
+  double* H = fd_H.data();
+  if (running) {
+    const double* lam = sol.lambda.data() + static_cast<std::size_t>(k + 1) * nx;
+    switch (integrator.step_hessian(*model_data, p.x, p.u, dt, lam, H)) {
+      case problems::SecondOrderStatus::Ok:
+        break;
+      case problems::SecondOrderStatus::Unsupported:
+        return std::nullopt;
+      case problems::SecondOrderStatus::NonFinite:
+        set_status(Status::NumericalError, "non-finite second derivatives of the integrator step at knot %d", k);
+        return false;
+    }
+  } else {
+    std::fill(H, H + static_cast<std::size_t>(n) * n, 0.0);
+  }
+  for (const Rows* rows : {&ineq, &eq}) {
+    const double* mult = (rows == &ineq ? sol.z : sol.y).data();
+    int row = rows->offset[static_cast<std::size_t>(k)];
+    for (const problems::ConstraintTerm* t : rows->terms) {
+      if (!t->active(k, N)) continue;
+      if (!t->add_curvature(p, mult + row, H, n)) return std::nullopt;
+      row += t->dim();
+    }
+  }
+  double* Q = lq.Q_k(k);
+  double* R = running ? lq.R_k(k) : nullptr;
+  double* S = running ? lq.S_k(k) : nullptr;
+  problems::CostBlocks blocks;
+  blocks.Hxx = Q;
+  blocks.Huu = R;
+  blocks.Hux = S;
+  for (const problems::CostTerm* c : costs)
+    if (c->active(k, N) && !c->add_curvature(p, blocks)) return std::nullopt;
+  const auto at = [n](int i, int j) { return static_cast<std::size_t>(i) + static_cast<std::size_t>(j) * n; };
+  // Q and R symmetric bit for bit: H already is, and each mirrored pair of the cost blocks is set to
+  // its mean (a no-op for a symmetric weight).
+  const auto add_symmetric = [&](double* M, int m, int off) {
+    for (int j = 0; j < m; ++j)
+      for (int i = j; i < m; ++i) {
+        const std::size_t ij = i + static_cast<std::size_t>(j) * m, ji = j + static_cast<std::size_t>(i) * m;
+        const double v = 0.5 * (M[ij] + M[ji]) + H[at(off + i, off + j)];
+        M[ij] = v;
+        M[ji] = v;
+      }
+  };
+  add_symmetric(Q, nx, 0);
+  if (running) {
+    add_symmetric(R, nu, nx);
+    for (int j = 0; j < nx; ++j)
+      for (int i = 0; i < nu; ++i) S[i + static_cast<std::size_t>(j) * nu] += H[at(nx + i, j)];
+  }
+  return true;
+}
+
+// Central differences of the analytic Lagrangian gradient, with the step h_j = eps^(1/3)
+// max(1, |w_j|) that balances truncation (h^2) against rounding (eps / h), then symmetrized.
+bool Solver::Impl::differenced_hessian(int k) {
   const bool running = k < N;
   const int n = running ? nw : nx;
   const double* x = sol.x.data() + static_cast<std::size_t>(k) * nx;

@@ -47,6 +47,12 @@ class ConstraintTerm {
   // variables it depends on and never touches the others: state terms leave gu, and ControlBox
   // (whose dg/dx is zero and which does not know nx) leaves gx, to the caller.
   virtual void jacobian(const StagePoint& p, double* g, double* gx, double* gu) const = 0;
+  // H += sum_i mult_i d2g_i / dw2 in w = (x, u): H is column-major with leading dimension ldh, the
+  // state first (rows and columns 0..nx-1), then the control. Linear terms add nothing and return
+  // true; false (the default) says the term cannot, and the caller differences its Jacobian instead.
+  virtual bool add_curvature(const StagePoint& /*p*/, const double* /*mult*/, double* /*H*/, int /*ldh*/) const {
+    return false;
+  }
   virtual const BoxBounds* box() const { return nullptr; }
   // The frame (index in the model's Kinematics) an end-effector term reads; -1 for other terms.
   virtual int frame() const { return -1; }
@@ -63,6 +69,7 @@ class ControlBox final : public ConstraintTerm {
   int dim() const override;
   void evaluate(const StagePoint& p, double* g) const override;
   void jacobian(const StagePoint& p, double* g, double* gx, double* gu) const override;
+  bool add_curvature(const StagePoint&, const double*, double*, int) const override { return true; }  // linear
   const BoxBounds* box() const override { return &box_; }
 
  private:
@@ -78,6 +85,7 @@ class StateBox final : public ConstraintTerm {
   int dim() const override;
   void evaluate(const StagePoint& p, double* g) const override;
   void jacobian(const StagePoint& p, double* g, double* gx, double* gu) const override;
+  bool add_curvature(const StagePoint&, const double*, double*, int) const override { return true; }  // linear
   const BoxBounds* box() const override { return &box_; }
 
  private:
@@ -94,6 +102,7 @@ class CircleObstacle final : public ConstraintTerm {
   int dim() const override { return 1; }
   void evaluate(const StagePoint& p, double* g) const override;
   void jacobian(const StagePoint& p, double* g, double* gx, double* gu) const override;
+  bool add_curvature(const StagePoint& p, const double* mult, double* H, int ldh) const override;  // -2 mult I
 
  private:
   int nx_;
@@ -147,6 +156,7 @@ class StateEquality final : public ConstraintTerm {
   int dim() const override { return static_cast<int>(index_.size()); }
   void evaluate(const StagePoint& p, double* g) const override;
   void jacobian(const StagePoint& p, double* g, double* gx, double* gu) const override;
+  bool add_curvature(const StagePoint&, const double*, double*, int) const override { return true; }  // linear
 
  private:
   int nx_;

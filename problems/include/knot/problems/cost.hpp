@@ -48,6 +48,11 @@ class CostTerm {
   virtual double value(const StagePoint& p) const = 0;
   // Adds gradient and Gauss-Newton Hessian; returns the value.
   virtual double accumulate(const StagePoint& p, const CostBlocks& out) const = 0;
+  // Adds to out's Hessian blocks (Hxx, Huu, Hux; the others are ignored) what the Gauss-Newton
+  // Hessian of accumulate leaves out of the term's exact one, s sum_i (W r)_i d2r_i. Quadratic
+  // terms (r linear) have nothing to add and return true; false (the default) says the term cannot,
+  // and the caller differences its gradient instead.
+  virtual bool add_curvature(const StagePoint& /*p*/, const CostBlocks& /*out*/) const { return false; }
 
   // The weight matrix in the form it was given, for terms that have one.
   virtual const Weight* weight() const { return nullptr; }
@@ -71,6 +76,7 @@ class StateCost final : public CostTerm {
   bool uses_control() const override { return false; }
   double value(const StagePoint& p) const override;
   double accumulate(const StagePoint& p, const CostBlocks& out) const override;
+  bool add_curvature(const StagePoint&, const CostBlocks&) const override { return true; }  // quadratic
   const Weight* weight() const override { return &W_; }
   const Reference* reference() const override { return &ref_; }
   void set_reference(Reference ref) override;
@@ -89,6 +95,7 @@ class ControlCost final : public CostTerm {
   bool uses_control() const override { return true; }
   double value(const StagePoint& p) const override;
   double accumulate(const StagePoint& p, const CostBlocks& out) const override;
+  bool add_curvature(const StagePoint&, const CostBlocks&) const override { return true; }  // quadratic
   const Weight* weight() const override { return &W_; }
   const Reference* reference() const override { return &ref_; }
   void set_reference(Reference ref) override;
@@ -132,6 +139,7 @@ class ControlRateCost final : public CostTerm {
   bool couples_previous_control() const override { return true; }
   double value(const StagePoint& p) const override;  // 0 when p.u_prev is null
   double accumulate(const StagePoint& p, const CostBlocks& out) const override;
+  bool add_curvature(const StagePoint&, const CostBlocks&) const override { return true; }  // quadratic
   const Weight* weight() const override { return &W_; }
 
  private:

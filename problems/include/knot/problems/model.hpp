@@ -17,6 +17,15 @@
 
 namespace knot::problems {
 
+enum class IntegratorType;  // integrator.hpp
+
+// How a second-order evaluation (Model::step_hessian) went.
+enum class SecondOrderStatus {
+  Ok,
+  Unsupported,  // this model, scheme or size has none: the caller differences the gradient instead
+  NonFinite,    // the step or its derivatives are not finite at this point
+};
+
 class ModelData {
  public:
   virtual ~ModelData() = default;
@@ -84,6 +93,16 @@ class Model {
   virtual bool dynamics_chain(ModelData& /*data*/, const double* /*x*/, const double* /*u*/, const double* /*S*/,
                               double* /*f*/, double* /*K*/) const {
     return false;
+  }
+
+  // H = sum_i lambda_i d2F_i / dw2 (nw x nw, nw = nx + nu, column-major), the curvature of
+  // lambda' F(x, u) in w = (x, u) for one step F of the explicit scheme `type` (integrator.hpp)
+  // with step dt, by second-order forward mode: exact to rounding, with H(i, j) and H(j, i) one
+  // number. Unsupported (the default, and for implicit schemes) leaves H untouched.
+  virtual SecondOrderStatus step_hessian(ModelData& /*data*/, IntegratorType /*type*/, const double* /*x*/,
+                                         const double* /*u*/, double /*dt*/, const double* /*lambda*/,
+                                         double* /*H*/) const {
+    return SecondOrderStatus::Unsupported;
   }
 
   // Optional capabilities.

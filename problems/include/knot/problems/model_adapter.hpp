@@ -28,10 +28,18 @@
 // Tangent<double, W>>: ceil((nx + nu) / W) evaluations of the model instead of nx + nu, each
 // column bit for bit what a one-direction sweep gives. The dual copies of x, u, f live in the
 // ModelData, so no call allocates.
+//
+// Second order (step_hessian): one evaluation of the integrator step (explicit_step, integrator.hpp)
+// on HyperDual<W> seeded with the nx + nu unit directions gives every second derivative of x_next;
+// W is the smallest width of kSecondOrderWidths that holds nx + nu (the unused directions stay
+// zero); a model with a compile-time M::kNw = nx + nu builds that width only, the others all of
+// them (chosen at run time). Larger models report Unsupported. The HyperDual copies live in the ModelData too.
 #pragma once
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -42,6 +50,8 @@
 #include <vector>
 
 #include "knot/problems/dual.hpp"
+#include "knot/problems/hyperdual.hpp"
+#include "knot/problems/integrator.hpp"
 #include "knot/problems/model.hpp"
 
 namespace knot::problems {
@@ -97,7 +107,24 @@ class ModelAdapter final : public Model {
       d->narrow.resize(n, m);
     else
       d->wide.resize(n, m);
+    with_second_order_width(n + m, [&]<int W>() {
+      auto work = std::make_unique<SecondOrderWork<W>>();
+      work->buf.assign(std::size_t(4 * n + m), HyperDual<W>{});
+      d->second = std::move(work);
+    });
     return d;
+  }
+
+  SecondOrderStatus step_hessian(ModelData& data, IntegratorType type, const double* x, const double* u, double dt,
+                                 const double* lambda, double* H) const override {
+    const int n = model_.nx(), m = model_.nu();
+    SecondOrderStatus status = SecondOrderStatus::Unsupported;
+    Data& d = cast(data);
+    with_second_order_width(n + m, [&]<int W>() {
+      HyperDual<W>* b = static_cast<SecondOrderWork<W>&>(*d.second).buf.data();
+      status = second_order<W>(type, x, u, dt, lambda, H, b, b + n, b + n + m, b + 2 * n + m);
+    });
+    return status;
   }
 
   void dynamics(ModelData&, const double* x, const double* u, double* f) const override {
@@ -195,6 +222,73 @@ class ModelAdapter final : public Model {
   }
 
  private:
+  static constexpr int kSecondOrderWidths[] = {3, 5, 6, 8, 12, 16, 24};
+
+  static constexpr int smallest_width(int nw) {
+    for (int w : kSecondOrderWidths)
+      if (nw <= w) return w;
+    return 0;
+  }
+
+  // Calls body.template operator()<W>() for the smallest width W >= nw; nothing when none is. A
+  // model that states nx + nu at compile time (M::kNw) instantiates that one width only.
+  template <class Body>
+  static void with_second_order_width(int nw, const Body& body) {
+    if constexpr (requires { M::kNw; }) {
+      constexpr int W = smallest_width(M::kNw);
+      if constexpr (W > 0)
+        if (nw <= W) body.template operator()<W>();
+    } else {
+      [&]<std::size_t... I>(std::index_sequence<I...>) {
+        (void)((nw <= kSecondOrderWidths[I] ? (body.template operator()<kSecondOrderWidths[I]>(), true) : false) ||
+               ...);
+      }
+      (std::make_index_sequence<std::size(kSecondOrderWidths)>{});
+    }
+  }
+
+  // xd, ud, yd (n, m, n) and work (2 n) HyperDuals of scratch.
+  template <int W>
+  SecondOrderStatus second_order(IntegratorType type, const double* x, const double* u, double dt, const double* lambda,
+                                 double* H, HyperDual<W>* xd, HyperDual<W>* ud, HyperDual<W>* yd,
+                                 HyperDual<W>* work) const {
+    const int n = model_.nx(), m = model_.nu(), nw = n + m;
+    if (nw > W) return SecondOrderStatus::Unsupported;  // never taken (the caller picks W >= nw)
+    // Direction j seeds input j of w = (x, u); the bounds tell the compiler that j < W.
+    for (int i = 0; i < n; ++i) {
+      xd[i] = HyperDual<W>(x[i]);
+      if (i < W) xd[i].g[i] = 1.0;
+    }
+    for (int i = 0; i < m; ++i) {
+      ud[i] = HyperDual<W>(u[i]);
+      if (n + i < W) ud[i].g[n + i] = 1.0;
+    }
+    const auto f = [this](const HyperDual<W>* xs, const HyperDual<W>* us, HyperDual<W>* out) {
+      model_.template dynamics<HyperDual<W>>(xs, us, out);
+    };
+    if (!explicit_step(type, discrete_time(), n, model_.nq(), f, xd, ud, dt, yd, work))
+      return SecondOrderStatus::Unsupported;
+    bool finite = true;
+    for (int i = 0, p = 0; i < nw; ++i)
+      for (int j = 0; j <= i; ++j, ++p) {
+        double acc = 0;
+        for (int r = 0; r < n; ++r) acc += lambda[r] * yd[r].h[p];
+        finite = finite && std::isfinite(acc);
+        H[i + std::size_t(j) * nw] = acc;
+        H[j + std::size_t(i) * nw] = acc;
+      }
+    for (int r = 0; r < n; ++r) finite = finite && std::isfinite(yd[r].v);
+    return finite ? SecondOrderStatus::Ok : SecondOrderStatus::NonFinite;
+  }
+
+  struct SecondOrderBase {
+    virtual ~SecondOrderBase() = default;
+  };
+  template <int W>
+  struct SecondOrderWork final : SecondOrderBase {
+    std::vector<HyperDual<W>> buf;
+  };
+
   // Directions per sweep. Wider sweeps compute the values (sin, cos, divisions) once for more
   // columns, but past 8 the tangents no longer stay in registers and each operation costs more
   // than it saves (measured on pendulum through chain_of_masses, nx + nu = 3..24); 4 suits the
@@ -214,6 +308,7 @@ class ModelAdapter final : public Model {
   struct Data final : ModelData {
     Work<kNarrow> narrow;
     Work<kWide> wide;
+    std::unique_ptr<SecondOrderBase> second;  // null when nx + nu exceeds every second-order width
   };
 
   template <int W>

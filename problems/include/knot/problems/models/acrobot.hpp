@@ -40,6 +40,7 @@ struct Acrobot {
   Params params;
 
   static constexpr std::string_view kType = "acrobot";
+  static constexpr int kNw = 5;  // nx + nu at compile time: one second-order width to build
   KNOT_HD int nx() const { return 4; }
   KNOT_HD int nu() const { return 1; }
   KNOT_HD int nq() const { return 2; }

@@ -27,6 +27,7 @@ struct Car {
   Params params;
 
   static constexpr std::string_view kType = "car";
+  static constexpr int kNw = 6;  // nx + nu at compile time: one second-order width to build
   KNOT_HD int nx() const { return 4; }
   KNOT_HD int nu() const { return 2; }
   KNOT_HD int nq() const { return 0; }

@@ -29,6 +29,7 @@ struct Pendulum {
   Params params;
 
   static constexpr std::string_view kType = "pendulum";
+  static constexpr int kNw = 3;  // nx + nu at compile time: one second-order width to build
   KNOT_HD int nx() const { return 2; }
   KNOT_HD int nu() const { return 1; }
   KNOT_HD int nq() const { return 1; }

@@ -43,6 +43,7 @@ struct Quadrotor {
   Params params;
 
   static constexpr std::string_view kType = "quadrotor";
+  static constexpr int kNw = 16;  // nx + nu at compile time: one second-order width to build
   KNOT_HD int nx() const { return 12; }
   KNOT_HD int nu() const { return 4; }
   KNOT_HD int nq() const { return 6; }

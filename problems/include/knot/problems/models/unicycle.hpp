@@ -24,6 +24,7 @@ struct Unicycle {
   Params params;
 
   static constexpr std::string_view kType = "unicycle";
+  static constexpr int kNw = 5;  // nx + nu at compile time: one second-order width to build
   KNOT_HD int nx() const { return 3; }
   KNOT_HD int nu() const { return 2; }
   KNOT_HD int nq() const { return 0; }
