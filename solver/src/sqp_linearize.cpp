@@ -69,6 +69,11 @@ bool Solver::Impl::linearize() {
   const double* x = sol.x.data();
   const double* u = sol.u.data();
   cost = 0;
+  // The exact Hessian's multiplier terms are taken in the caller's units, so that scale_objective's
+  // factor applies to the cost's share alone (obj_scale is a power of two: exact both ways). A cold
+  // start's multipliers are re-initialized after this linearization.
+  const bool unscaled_multipliers = opt.hessian == Hessian::Exact && obj_scale != 1.0 && !cold;
+  if (unscaled_multipliers) scale_multipliers(1 / obj_scale);
   for (int k = 0; k <= N; ++k) {
     const problems::StagePoint p = point(k, x, u);
     const bool running = k < N;
@@ -114,8 +119,12 @@ bool Solver::Impl::linearize() {
     evaluate_rows(ineq, p, nx, nu, ineq.value.data(), ineq.jac.data(), term_g.data(), term_gx.data(),
                   term_gu.data());
     evaluate_rows(eq, p, nx, nu, eq.value.data(), eq.jac.data(), term_g.data(), term_gx.data(), term_gu.data());
-    if (opt.hessian == Hessian::Exact && !exact_hessian(k)) return false;
+    if (opt.hessian == Hessian::Exact && !exact_hessian(k)) {
+      if (unscaled_multipliers) scale_multipliers(obj_scale);
+      return false;
+    }
   }
+  if (unscaled_multipliers) scale_multipliers(obj_scale);
   for (int i = 0; i < nx; ++i) lq.x_init[static_cast<std::size_t>(i)] = problem.x0[static_cast<std::size_t>(i)] - x[i];
   // Knot k's rate terms added their u_{k-1} gradient to r_{k-1} after it was copied above.
   if (rate) std::copy(lq.r.begin(), lq.r.end(), grad_u.begin());

@@ -6,6 +6,10 @@
 //                 uses it.
 //   Iiwa14Step    one SQP iteration (Solver::step(1)) on the iiwa14 configs as the horizon N grows,
 //                 with the time of each phase and the time per knot.
+//   ToOptimum     iterations and time to the optimum (issue 14) for every config in configs/ and
+//                 for the iiwa14 variants the convergence work is judged on: gravity_limits
+//                 without its joint limits, reach with semi-implicit Euler. The label is the
+//                 status; counters: iterations, solved (1 for solved or solved_acceptable), cost.
 //   BoxLq         box-constrained random LQ problems at the sizes HPIPM's interior point is quoted
 //                 at (and at twice the horizon): Solver::bytes_allocated() and the time of a full
 //                 solve() from a cold start.
@@ -288,5 +292,55 @@ void box_sizes(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK(BM_BoxLq)->Apply(box_sizes);
+
+// ---- Iterations and time to the optimum
+
+// `make` builds the problem when the entry runs: the loader's own tables are not yet initialized
+// while entries are registered (static initialization).
+void BM_ToOptimum(benchmark::State& state, problems::Problem (*make)(const std::string&), const std::string& arg) {
+  const problems::Problem p = make(arg);
+  Solver s(p);
+  std::vector<double> x, u;
+  solver::default_initial_guess(p, x, u);
+  PhaseSum phases;
+  for (auto _ : state) {
+    s.set_initial_guess(x, u);
+    s.solve();
+    phases.add(s.stats().time);
+    benchmark::DoNotOptimize(s.solution().x.data());
+  }
+  state.SetLabel(solver::to_string(s.solution().status));
+  state.counters["iterations"] = s.solution().iterations;
+  state.counters["solved"] = solver::is_solved(s.solution().status) ? 1 : 0;
+  state.counters["cost"] = s.solution().cost;
+  phases.report(state);
+}
+
+// Registered at start-up from the configs directory, so a new config is benchmarked without an edit.
+const bool kToOptimumRegistered = [] {
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(KNOT_CONFIGS_DIR))
+    if (e.path().extension() == ".yaml") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  using Make = problems::Problem (*)(const std::string&);
+  const auto add = [](const std::string& name, Make make, const std::string& arg) {
+    benchmark::RegisterBenchmark(("BM_ToOptimum/" + name).c_str(),
+                                 [make, arg](benchmark::State& st) { BM_ToOptimum(st, make, arg); })
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  };
+  const Make config = [](const std::string& name) { return load_config(name); };
+  for (const auto& f : files) add(f.stem().string(), config, f.stem().string());
+  add("iiwa14_gravity_limits_without_limits",
+      [](const std::string&) {
+        problems::Problem p = load_config("iiwa14_gravity_limits");
+        p.constraints.clear();
+        return p;
+      },
+      "");
+  add("iiwa14_reach_semi_implicit_euler",
+      [](const std::string&) { return load_config("iiwa14_reach", {"horizon.integrator=semi_implicit_euler"}); }, "");
+  return true;
+}();
 
 }  // namespace
