@@ -61,6 +61,7 @@ std::string SolverOptions::validate() const {
   if (!positive(tol_feasibility)) return bad("tol_feasibility must be > 0", tol_feasibility);
   if (!positive(tol_complementarity)) return bad("tol_complementarity must be > 0", tol_complementarity);
   if (const std::string why = lq.validate(); !why.empty()) return "lq." + why;
+  if (!(lq_forcing >= 0 && lq_forcing < 1)) return bad("lq_forcing must be in [0, 1)", lq_forcing);
   if (!positive(reg_init)) return bad("reg_init must be > 0", reg_init);
   if (!(std::isfinite(reg_growth) && reg_growth > 1)) return bad("reg_growth must be > 1", reg_growth);
   if (!(std::isfinite(reg_max) && reg_max >= reg_init)) return bad("reg_max must be >= reg_init", reg_max);
