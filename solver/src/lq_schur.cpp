@@ -502,7 +502,10 @@ class SchurBackend final : public LqBackend {
       if (eta_rhs == 0.0) {
         std::fill(w_.lam + nx, w_.lam + static_cast<std::size_t>(nb + 1) * nx, 0.0);  // gamma = 0: lambda = 0
       } else {
-        const linalg::PcgOptions<double> po{opt_.pcg_max_iters, 0.0, rel * eta_rhs, linalg::PcgStop::Absolute};
+        // With the direct fallback, at most n = (N+1) nx iterations: conjugate gradients ends in n
+        // steps in exact arithmetic, and past that it only fights rounding, which the fallback does not.
+        const int iters = w_.chol != nullptr ? std::min(opt_.pcg_max_iters, nb * nx) : opt_.pcg_max_iters;
+        const linalg::PcgOptions<double> po{iters, 0.0, rel * eta_rhs, linalg::PcgStop::Absolute};
         const linalg::PcgResult r =
             has_deadline() ? pcg_until_(nb, nx, w_.strips, w_.pinv, w_.gamma, w_.lam, w_.pcg_scratch, po, deadline)
                            : pcg_run_(nb, nx, w_.strips, w_.pinv, w_.gamma, w_.lam, w_.pcg_scratch, po);

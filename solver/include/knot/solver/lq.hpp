@@ -82,7 +82,8 @@ struct LqOptions {
   double schur_reg = 1e-6;
   int max_refinement = 10;
   double refine_tol = 1e-12;
-  // Pcg: when pcg runs out of iterations, or its corrections stop reducing the residual, factor S
+  // Pcg: pcg runs at most min(pcg_max_iters, (N+1) nx) iterations (where conjugate gradients ends in
+  // exact arithmetic); when it runs out of them, or its corrections stop reducing the residual, factor S
   // once by block Cholesky (as Bdsv; one more S-sized workspace) and finish the refinement on it.
   // Off: the stall is reported as MaxIterations.
   bool pcg_direct_fallback = true;
