@@ -106,6 +106,29 @@ TEST(SqpBackendsAgree, RandomCartPoleStarts) {
   if (!kSanitized) EXPECT_GT(disagreements(base, starts, ref, Linsys::Bdsv, 0.1, false), 0);
 }
 
+// A step the backend cannot solve to what the iterate needs ends the solve saying so: pcg limited to
+// one iteration and without its direct fallback, on bryson_denham. The history shows what the step
+// solved and what it was asked.
+TEST(SqpBackendsAgree, AStalledLqStepIsANamedNumericalError) {
+  problems::Problem p = problems::load_problem(std::string(KNOT_CONFIGS_DIR) + "/bryson_denham.yaml");
+  solver::SolverOptions o = solver::from_settings(p.solver);
+  o.lq.linsys = Linsys::Pcg;
+  o.lq.pcg_max_iters = 1;
+  o.lq.pcg_direct_fallback = false;
+  solver::Solver s(std::move(p), o);
+  EXPECT_EQ(s.solve(), Status::NumericalError);
+  EXPECT_NE(std::string(s.solution().message()).find("pcg LQ step stalled at KKT residual"), std::string::npos)
+      << s.solution().message();
+  const auto h = s.stats().history();
+  ASSERT_GE(h.size(), 1u);
+  const solver::IterationStats& last = h[h.size() - 1];
+  EXPECT_EQ(last.lq_status, solver::LqStatus::MaxIterations);
+  EXPECT_GT(last.lq_residual, last.lq_tolerance);  // recorded: what the step reached, what it was asked
+  // With the defaults the same problem solves on pcg.
+  EXPECT_EQ(run(problems::load_problem(std::string(KNOT_CONFIGS_DIR) + "/bryson_denham.yaml"), Linsys::Pcg).status,
+            Status::Solved);
+}
+
 // Each config solved by every backend: riccati's verdict, and its cost on a solved config. Left out:
 // the *_mpc configs (the closed loop, not one solve), and acrobot_swingup and unicycle_obstacles,
 // whose stage Hessians are indefinite: the Schur backends need every stage block G_k positive
