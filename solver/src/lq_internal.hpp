@@ -66,6 +66,8 @@ class LqBackend {
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   bool has_deadline() const { return deadline != std::chrono::steady_clock::time_point::max(); }
   bool past_deadline() const { return has_deadline() && std::chrono::steady_clock::now() >= deadline; }
+  // LqSolver::set_tolerance; negative: the options' default. The Schur backends read it.
+  double tolerance = -1;
 };
 
 std::unique_ptr<LqBackend> make_riccati(int nx, int nu, int N, const LqOptions& opt);

@@ -25,11 +25,14 @@
 //   (z, lambda) += solve_rho(residual),   residual = (a - G z + C'lambda, b - C z)
 // converges to its solution (a proximal-point iteration, contraction about rho / (rho + mu) with mu
 // the smallest curvature of the cost on the constraints' null space), and each step reuses the
-// factorization. docs/solver-lq.md records the accuracy.
+// factorization. The same refinement runs after every solve, regularized or not: an interior point's
+// barrier terms make S ill-conditioned enough that a plain bdsv or pcg answer misses the tolerance
+// (LqSolver::set_tolerance) the caller needs. docs/solver-lq.md records the accuracy.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "knot/linalg/band.hpp"
 #include "knot/linalg/bdmv.hpp"
@@ -68,6 +71,7 @@ struct SchurWork {
   double* D;        // nx x nx (the next diagonal block's M AB' term)
   double* v;        // m
   double* pg;       // padded (N+3) nx: P^-1 gamma (pcg)
+  double* chol;     // N+1 strips: S factored by block Cholesky (pcg's direct fallback) or null
   double (*inverse)(int, double, const double*, double*, double*);  // stage_inverse at m = nx + nu
 };
 
@@ -224,10 +228,18 @@ void schur_recover(const Dims& dm, const LqData& d, const SchurWork& w, double* 
   }
 }
 
-// Residual of the unregularized KKT system at (x, u, lambda) into a (z layout) and b; returns its
-// inf-norm. a - (G z - C'lambda) and b - C z, with a = -g and b = (x_init, c).
+// The residual's inf-norm and how far it is from acceptable: the largest |r_i| / max(tol, floor_i),
+// floor_i the rounding level of row i (per row: an interior point's barrier terms of 1e10 make some
+// rows large and leave others small). NaN: ratio NaN.
+struct KktCheck {
+  double inf = 0;
+  double ratio = 0;
+};
+
+// Residual of the unregularized KKT system at (x, u, lambda) into a (z layout) and b, judged against
+// tol. a - (G z - C'lambda) and b - C z, with a = -g and b = (x_init, c).
 template <int NX, int NU>
-double kkt_residual(const Dims& dm, const LqData& d, const LqSolution& s, const SchurWork& w) {
+KktCheck kkt_residual(const Dims& dm, const LqData& d, const LqSolution& s, const SchurWork& w, double tol) {
   const int nx = linalg::extent<NX>(dm.nx), nu = linalg::extent<NU>(dm.nu), N = dm.N;
   const int m = nx + nu;
   Serial g;
@@ -251,7 +263,75 @@ double kkt_residual(const Dims& dm, const LqData& d, const LqSolution& s, const 
     linalg::gemv<Trans::No, NX, NX>(g, nx, nx, 1.0, d.A_k(k), nx, x, 1.0, bk);
     linalg::gemv<Trans::No, NX, NU>(g, nx, nu, 1.0, d.B_k(k), nx, u, 1.0, bk);
   }
-  return std::max(inf_norm(w.a, dm.z_size()), inf_norm(w.b, static_cast<std::size_t>(N + 1) * nx));
+  KktCheck c;
+  c.inf = std::max(inf_norm(w.a, dm.z_size()), inf_norm(w.b, static_cast<std::size_t>(N + 1) * nx));
+  // Row i's rounding level: a few eps times the magnitudes of its products, |K||z| + |rhs| (the
+  // componentwise backward error), plus its coefficients' sum times max|z| (Arioli, Demmel and Duff's
+  // term for rows whose own products are tiny: a refinement correction carries rounding of the
+  // size of the whole solution into every row). Twice the longest row's count of products.
+  const double round = (2.0 * (2 * nx + nu + 2)) * std::numeric_limits<double>::epsilon();
+  const double zmax = std::max({inf_norm(s.x.data(), s.x.size()), inf_norm(s.u.data(), s.u.size()),
+                                inf_norm(s.lambda.data(), s.lambda.size())});
+  const auto judge = [&](double r, double magnitude, double coefficients) {
+    if (r == 0.0) return;
+    const double den = std::max(tol, round * (magnitude + coefficients * zmax));
+    const double q = den > 0.0 ? std::abs(r) / den : std::numeric_limits<double>::infinity();
+    if (!(q <= c.ratio)) c.ratio = q;  // NaN propagates
+  };
+  for (int i = 0; i < nx; ++i) judge(w.b[i], std::abs(d.x_init[i]) + std::abs(s.x_k(0)[i]), 1.0);
+  for (int k = 0; k <= N; ++k) {
+    const double *x = s.x_k(k), *lam = s.lambda_k(k), *Q = d.Q_k(k), *q = d.q_k(k);
+    const double* ax = w.a + static_cast<std::size_t>(k) * m;
+    const double *u = k < N ? s.u_k(k) : nullptr, *ln = k < N ? s.lambda_k(k + 1) : nullptr;
+    const double *A = k < N ? d.A_k(k) : nullptr, *B = k < N ? d.B_k(k) : nullptr, *S = k < N ? d.S_k(k) : nullptr;
+    for (int i = 0; i < nx; ++i) {
+      double mag = std::abs(q[i]) + std::abs(lam[i]), coef = 1.0;
+      for (int j = 0; j < nx; ++j) {
+        mag += std::abs(Q[i + j * nx] * x[j]);
+        coef += std::abs(Q[i + j * nx]);
+      }
+      if (k < N) {
+        for (int j = 0; j < nu; ++j) {
+          mag += std::abs(S[j + i * nu] * u[j]);
+          coef += std::abs(S[j + i * nu]);
+        }
+        for (int j = 0; j < nx; ++j) {
+          mag += std::abs(A[j + i * nx] * ln[j]);
+          coef += std::abs(A[j + i * nx]);
+        }
+      }
+      judge(ax[i], mag, coef);
+    }
+    if (k == N) break;
+    const double *R = d.R_k(k), *r = d.r_k(k);
+    for (int i = 0; i < nu; ++i) {
+      double mag = std::abs(r[i]), coef = 0.0;
+      for (int j = 0; j < nu; ++j) {
+        mag += std::abs(R[i + j * nu] * u[j]);
+        coef += std::abs(R[i + j * nu]);
+      }
+      for (int j = 0; j < nx; ++j) {
+        mag += std::abs(S[i + j * nu] * x[j]) + std::abs(B[j + i * nx] * ln[j]);
+        coef += std::abs(S[i + j * nu]) + std::abs(B[j + i * nx]);
+      }
+      judge(ax[nx + i], mag, coef);
+    }
+    const double *cc = d.c_k(k), *xn = s.x_k(k + 1);
+    const double* bk = w.b + static_cast<std::size_t>(k + 1) * nx;
+    for (int i = 0; i < nx; ++i) {
+      double mag = std::abs(cc[i]) + std::abs(xn[i]), coef = 1.0;
+      for (int j = 0; j < nx; ++j) {
+        mag += std::abs(A[i + j * nx] * x[j]);
+        coef += std::abs(A[i + j * nx]);
+      }
+      for (int j = 0; j < nu; ++j) {
+        mag += std::abs(B[i + j * nx] * u[j]);
+        coef += std::abs(B[i + j * nx]);
+      }
+      judge(bk[i], mag, coef);
+    }
+  }
+  return c;
 }
 
 class SchurBackend final : public LqBackend {
@@ -261,7 +341,8 @@ class SchurBackend final : public LqBackend {
     const std::size_t smm = static_cast<std::size_t>(m) * m, zs = dm_.z_size();
     const std::size_t ns = static_cast<std::size_t>(linalg::strips_size(nb, nx));
     const std::size_t np = static_cast<std::size_t>(linalg::padded_size(nb, nx));
-    std::size_t o[19];
+    const bool fallback = pcg_ && opt.pcg_direct_fallback;
+    std::size_t o[20];
     o[0] = arena_.reserve(N * smm + static_cast<std::size_t>(nx) * nx);
     o[1] = arena_.reserve(ns);
     o[2] = pcg_ ? arena_.reserve(ns) : 0;
@@ -283,12 +364,13 @@ class SchurBackend final : public LqBackend {
     o[16] = arena_.reserve(static_cast<std::size_t>(nx) * nx);
     o[17] = arena_.reserve(m);
     o[18] = pcg_ ? arena_.reserve(np) : 0;
+    o[19] = fallback ? arena_.reserve(ns) : 0;
     arena_.allocate();  // zeroed: the strips' unused corner slots and the vectors' pads stay zero
     w_ = {arena_.at(o[0]),  arena_.at(o[1]),  pcg_ ? arena_.at(o[2]) : nullptr, pcg_ ? arena_.at(o[3]) : nullptr,
           arena_.at(o[4]),  arena_.at(o[5]),  arena_.at(o[6]),  arena_.at(o[7]),  arena_.at(o[8]),
           arena_.at(o[9]),  arena_.at(o[10]), arena_.at(o[11]), arena_.at(o[12]), arena_.at(o[13]),
           arena_.at(o[14]), arena_.at(o[15]), arena_.at(o[16]), arena_.at(o[17]),
-          pcg_ ? arena_.at(o[18]) : nullptr, nullptr};
+          pcg_ ? arena_.at(o[18]) : nullptr, fallback ? arena_.at(o[19]) : nullptr, nullptr};
     // The stage blocks' order m = nx + nu is fixed at compile time even where nu is not.
     dispatch_one(StageSizes{}, m, [&](auto MM) { w_.inverse = &stage_inverse<decltype(MM)::value>; });
     dispatch_sizes<SmallSizes, NoSizes>(nx, nu, [&](auto NX, auto NU) {
@@ -336,6 +418,7 @@ class SchurBackend final : public LqBackend {
   LqStatus solve(const LqData& d, LqSolution& s, LqStats& st) override {
     const int nx = dm_.nx, nu = dm_.nu, N = dm_.N, m = nx + nu, nb = N + 1;
     st.linsys = pcg_ ? Linsys::Pcg : Linsys::Bdsv;
+    direct_ = false;
     const int failed = assemble_(dm_, d, w_, opt_.schur_reg, st);
     if (failed >= 0) {
       st.failed_stage = failed;
@@ -352,6 +435,16 @@ class SchurBackend final : public LqBackend {
       factor_(nb, nx, w_.strips, &fail);
       if (fail != 0) return data_finite(d) ? LqStatus::NotPositiveDefinite : LqStatus::NonFinite;
     }
+    // The tolerance every answer is held to (LqSolver::set_tolerance, else the options' default).
+    if (tolerance >= 0) {
+      tol_ = tolerance;
+    } else {
+      const double scale =
+          1.0 + std::max({inf_norm(d.q.data(), d.q.size()), inf_norm(d.r.data(), d.r.size()),
+                          inf_norm(d.c.data(), d.c.size()), inf_norm(d.x_init.data(), d.x_init.size())});
+      tol_ = opt_.refine_tol * scale;
+    }
+    st.kkt_tolerance = tol_;
     // Right-hand side of the problem: a = -g, b = (x_init, c).
     for (int k = 0; k <= N; ++k) {
       double* ak = w_.a + static_cast<std::size_t>(k) * m;
@@ -369,9 +462,15 @@ class SchurBackend final : public LqBackend {
     const Outcome outcome = apply(d, s.x.data(), s.u.data(), s.lambda.data(), st);
     st.pcg_iterations = st.pcg_iterations_total;
     if (outcome == Outcome::Stopped) return LqStatus::Interrupted;
-
-    LqStatus status = outcome == Outcome::Converged ? LqStatus::Solved : LqStatus::MaxIterations;
-    if (st.regularized_stages > 0) status = refine(d, s, st);
+    // pcg out of iterations: the iterate is judged by its residual like any other, but further pcg
+    // corrections would run out the same way.
+    if (outcome == Outcome::NotConverged && !to_direct()) {
+      const KktCheck c = residual_(dm_, d, s, w_, tol_);
+      st.kkt_residual = c.inf;
+      if (!solution_finite(s) || !data_finite(d)) return LqStatus::NonFinite;
+      return c.ratio <= 1.0 ? LqStatus::Solved : LqStatus::MaxIterations;
+    }
+    const LqStatus status = refine(d, s, st);
     // NaN in the data may also just stop pcg (a non-finite residual), leaving a finite iterate.
     if (!solution_finite(s) || (status != LqStatus::Solved && !data_finite(d))) return LqStatus::NonFinite;
     return status;
@@ -389,15 +488,24 @@ class SchurBackend final : public LqBackend {
     const int nx = dm_.nx, nb = dm_.N + 1;
     rhs_(dm_, d, w_);
     Outcome outcome = Outcome::Converged;
-    if (pcg_) {
-      // Stop on r'P^-1 r < pcg_rel_tol * gamma'P^-1 gamma: relative to the right-hand side, not to
-      // the start's residual, so that a warm start close to the answer stops early.
+    if (pcg_ && !direct_) {
+      // Stop on r'P^-1 r < rel * gamma'P^-1 gamma: relative to the right-hand side, not to the start's
+      // residual, so that a warm start close to the answer stops early. With a tolerance set by the
+      // caller, rel is loosened toward (tol / |gamma|)^2 (r'P^-1 r estimates |r|^2 only roughly: the
+      // KKT check after the solve decides, and refines what falls short).
+      double rel = opt_.pcg_rel_tol;
+      if (tolerance > 0) {
+        const double gmax = inf_norm(w_.gamma + nx, static_cast<std::size_t>(nb) * nx);
+        if (gmax > 0) rel = std::max(rel, std::min(1e-2, (0.1 * tol_ / gmax) * (0.1 * tol_ / gmax)));
+      }
       const double eta_rhs = pnorm_(nb, nx, w_.pinv, w_.gamma, w_.pg, w_.pcg_scratch);
       if (eta_rhs == 0.0) {
         std::fill(w_.lam + nx, w_.lam + static_cast<std::size_t>(nb + 1) * nx, 0.0);  // gamma = 0: lambda = 0
       } else {
-        const linalg::PcgOptions<double> po{opt_.pcg_max_iters, 0.0, opt_.pcg_rel_tol * eta_rhs,
-                                            linalg::PcgStop::Absolute};
+        // With the direct fallback, at most n = (N+1) nx iterations: conjugate gradients ends in n
+        // steps in exact arithmetic, and past that it only fights rounding, which the fallback does not.
+        const int iters = w_.chol != nullptr ? std::min(opt_.pcg_max_iters, nb * nx) : opt_.pcg_max_iters;
+        const linalg::PcgOptions<double> po{iters, 0.0, rel * eta_rhs, linalg::PcgStop::Absolute};
         const linalg::PcgResult r =
             has_deadline() ? pcg_until_(nb, nx, w_.strips, w_.pinv, w_.gamma, w_.lam, w_.pcg_scratch, po, deadline)
                            : pcg_run_(nb, nx, w_.strips, w_.pinv, w_.gamma, w_.lam, w_.pcg_scratch, po);
@@ -407,42 +515,65 @@ class SchurBackend final : public LqBackend {
       }
     } else {
       std::memcpy(w_.lam + nx, w_.gamma + nx, static_cast<std::size_t>(nb) * nx * sizeof(double));
-      solve_(nb, nx, w_.strips, w_.lam);
+      solve_(nb, nx, direct_ ? w_.chol : w_.strips, w_.lam);
     }
     std::memcpy(lambda, w_.lam + nx, static_cast<std::size_t>(nb) * nx * sizeof(double));
     recover_(dm_, d, w_, x, u);
+    if (direct_) st.direct_fallback = true;
     return outcome;
   }
 
-  // Iterative refinement against the unregularized KKT system (see the top of the file).
-  // The answer is judged by its residual alone, so an unconverged pcg solve inside is no failure.
+  // Pcg's fallback: S (the strips pcg iterates on) factored by block Cholesky into w_.chol, so the
+  // remaining corrections are direct. False when it is off, already taken, or the factorization fails.
+  bool to_direct() {
+    if (!pcg_ || direct_ || w_.chol == nullptr) return false;
+    const int nx = dm_.nx, nb = dm_.N + 1;
+    std::memcpy(w_.chol, w_.strips, static_cast<std::size_t>(linalg::strips_size(nb, nx)) * sizeof(double));
+    int fail = 0;
+    factor_(nb, nx, w_.chol, &fail);
+    if (fail != 0) return false;
+    direct_ = true;
+    return true;
+  }
+
+  // Iterative refinement against the unregularized KKT system (see the top of the file) until every
+  // row is within tol_ or its rounding level. Pcg corrections that stop reducing the residual hand
+  // over to the direct fallback, which gets a refinement budget of its own.
   LqStatus refine(const LqData& d, LqSolution& s, LqStats& st) {
     const int nx = dm_.nx, nu = dm_.nu, N = dm_.N;
     const std::size_t nxs = static_cast<std::size_t>(N + 1) * nx, nus = static_cast<std::size_t>(N) * nu;
-    const double scale = 1.0 + std::max({inf_norm(d.q.data(), d.q.size()), inf_norm(d.r.data(), d.r.size()),
-                                         inf_norm(d.c.data(), d.c.size()), inf_norm(d.x_init.data(), d.x_init.size())});
-    const double tol = opt_.refine_tol * scale;
-    double res = residual_(dm_, d, s, w_);
-    while (!(res <= tol) && st.refinement_steps < opt_.max_refinement) {
+    KktCheck c = residual_(dm_, d, s, w_, tol_);
+    int steps = 0;
+    while (!(c.ratio <= 1.0) && steps < opt_.max_refinement) {
       if (past_deadline()) return LqStatus::Interrupted;
       std::fill(w_.lam + nx, w_.lam + nx + nxs, 0.0);
-      // An unconverged pcg correction is judged by the residual.
-      if (apply(d, w_.dx, w_.du, w_.dl, st) == Outcome::Stopped) return LqStatus::Interrupted;
+      const Outcome o = apply(d, w_.dx, w_.du, w_.dl, st);
+      if (o == Outcome::Stopped) return LqStatus::Interrupted;
       for (std::size_t i = 0; i < nxs; ++i) s.x[i] += w_.dx[i];
       for (std::size_t i = 0; i < nus; ++i) s.u[i] += w_.du[i];
       for (std::size_t i = 0; i < nxs; ++i) s.lambda[i] += w_.dl[i];
       ++st.refinement_steps;
-      const double next = residual_(dm_, d, s, w_);
-      if (!(next < res)) {  // stalled (rounding) or diverging: keep the better iterate
+      ++steps;
+      const KktCheck next = residual_(dm_, d, s, w_, tol_);
+      // Progress on either measure: a tiny tolerance lets the worst ratio sit on a row at rounding
+      // level while the others still shrink. Neither: stalled or diverging; keep the better iterate.
+      if (!(next.ratio < c.ratio || next.inf < c.inf)) {
         for (std::size_t i = 0; i < nxs; ++i) s.x[i] -= w_.dx[i];
         for (std::size_t i = 0; i < nus; ++i) s.u[i] -= w_.du[i];
         for (std::size_t i = 0; i < nxs; ++i) s.lambda[i] -= w_.dl[i];
+        c = residual_(dm_, d, s, w_, tol_);  // the right-hand side of the next correction
+        if (to_direct()) {
+          steps = 0;
+          continue;
+        }
         break;
       }
-      res = next;
+      c = next;
+      // A pcg correction that ran out of iterations: the next would too.
+      if (o == Outcome::NotConverged && to_direct()) steps = 0;
     }
-    st.kkt_residual = res;
-    return res <= tol ? LqStatus::Solved : LqStatus::MaxIterations;
+    st.kkt_residual = c.inf;
+    return c.ratio <= 1.0 ? LqStatus::Solved : LqStatus::MaxIterations;
   }
 
   Dims dm_;
@@ -453,7 +584,9 @@ class SchurBackend final : public LqBackend {
   int (*assemble_)(const Dims&, const LqData&, const SchurWork&, double, LqStats&) = nullptr;
   void (*rhs_)(const Dims&, const LqData&, const SchurWork&) = nullptr;
   void (*recover_)(const Dims&, const LqData&, const SchurWork&, double*, double*) = nullptr;
-  double (*residual_)(const Dims&, const LqData&, const LqSolution&, const SchurWork&) = nullptr;
+  KktCheck (*residual_)(const Dims&, const LqData&, const LqSolution&, const SchurWork&, double) = nullptr;
+  double tol_ = 0;        // the tolerance of the solve in progress
+  bool direct_ = false;   // pcg switched to the block Cholesky fallback during this solve
   void (*factor_)(int, int, double*, int*) = nullptr;
   void (*solve_)(int, int, const double*, double*) = nullptr;
   int (*precond_)(int, int, const double*, double*, double*) = nullptr;

@@ -34,7 +34,8 @@ const char* to_string(LqStatus status) {
     case LqStatus::NotPositiveDefinite:
       return "not positive definite: a factorization met a non-positive pivot, or the KKT inertia is not that of "
              "a minimizer";
-    case LqStatus::MaxIterations: return "iteration limit: pcg or the Schur refinement stopped above its tolerance";
+    case LqStatus::MaxIterations:
+      return "stalled: the Schur backend's KKT residual stopped above its tolerance (pcg or refinement limit)";
     case LqStatus::NonFinite: return "non-finite: NaN or Inf in the data or the result";
     case LqStatus::Interrupted: return "interrupted: the deadline passed during pcg or the Schur refinement";
   }
@@ -201,6 +202,7 @@ LqStatus LqSolver::resolve(const LqData& data, LqSolution& solution) {
 }
 
 void LqSolver::set_deadline(std::chrono::steady_clock::time_point deadline) { impl_->backend->deadline = deadline; }
+void LqSolver::set_tolerance(double kkt_tol) { impl_->backend->tolerance = kkt_tol >= 0 ? kkt_tol : -1.0; }
 
 const LqStats& LqSolver::stats() const { return impl_->stats; }
 const LqOptions& LqSolver::options() const { return impl_->options; }

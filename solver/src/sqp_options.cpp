@@ -70,6 +70,7 @@ std::string SolverOptions::validate() const {
   if (!positive(acceptable_tol)) return bad("acceptable_tol must be > 0", acceptable_tol);
   if (acceptable_iter < 1) return bad("acceptable_iter must be >= 1", acceptable_iter);
   if (const std::string why = lq.validate(); !why.empty()) return "lq." + why;
+  if (!(lq_forcing >= 0 && lq_forcing < 1)) return bad("lq_forcing must be in [0, 1)", lq_forcing);
   if (!positive(reg_init)) return bad("reg_init must be > 0", reg_init);
   if (!(std::isfinite(reg_growth) && reg_growth > 1)) return bad("reg_growth must be > 1", reg_growth);
   if (!(std::isfinite(reg_max) && reg_max >= reg_init)) return bad("reg_max must be >= reg_init", reg_max);

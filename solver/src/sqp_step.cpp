@@ -94,18 +94,37 @@ void Solver::Impl::add_barrier_terms() {
 // solve_lq: the LQ subproblem; when the backend finds the Hessian not positive definite, delta I is
 // added to every Q_k and R_k and the solve repeated with delta growing by reg_growth up to reg_max.
 // The time limit is checked before every retry, and pcg checks it itself (Interrupted).
+// Step accuracy (SolverOptions::lq_forcing): the Schur backends are held to rounding level, or with
+// lq_forcing > 0 to a KKT residual of E min(lq_forcing, E), E the barrier problem's KKT error
+// (Dembo, Eisenstat and Steihaug's quadratic forcing). A step whose residual stalled above E is no
+// Newton step at all: the solve ends there, saying so, rather than in a line search that cannot succeed.
 bool Solver::Impl::solve_lq(IterationStats& it) {
+  // The barrier problem's KKT error at the mu of this step (update_barrier may just have lowered it).
+  double error = std::max(it.stationarity, it.feasibility);
+  for (int i = 0; i < ineq.total(); ++i) error = std::max(error, std::abs(s[i] * sol.z[i] - mu));
+  const double lq_tol = error * std::min(opt.lq_forcing, error);
+  lq_solver.set_tolerance(lq_tol);
   double reg = 0;
   for (;;) {
     if (reg > 0 && out_of_time("regularization retries")) return false;
     if (rate) expand_rate();
     const LqStatus st = rate ? lq_solver.solve(lq_aug, step_aug) : lq_solver.solve(lq, step);
     ++stats.lq_solves;
-    it.lq_iterations += lq_solver.stats().pcg_iterations_total;
+    const LqStats& ls = lq_solver.stats();
+    it.lq_iterations += ls.pcg_iterations_total;
     it.lq_status = st;
-    if (st == LqStatus::Solved || st == LqStatus::MaxIterations) {  // PCG's inexact step is still usable
+    it.lq_residual = ls.kkt_residual;
+    it.lq_tolerance = ls.kkt_tolerance;
+    if (st == LqStatus::Solved || (st == LqStatus::MaxIterations && ls.kkt_residual < error)) {
       if (rate) contract_rate();
       break;
+    }
+    if (st == LqStatus::MaxIterations) {
+      set_status(Status::NumericalError,
+                 "the %s LQ step stalled at KKT residual %.3g, above the iterate's KKT error %.3g (asked %.3g), at "
+                 "iteration %d",
+                 to_string(ls.linsys), ls.kkt_residual, error, lq_tol, stats.rows - 1);
+      return false;
     }
     if (st == LqStatus::Interrupted) {
       out_of_time("LQ solve");  // sets TimeLimit: the deadline has passed

@@ -65,28 +65,106 @@ TEST(LqSchur, PcgMatchesDenseKktToItsTolerance) {
   }
 }
 
-// A looser pcg tolerance gives a visibly less accurate answer: the tolerance is what bounds pcg.
-TEST(LqSchur, PcgToleranceControlsTheError) {
+// A looser pcg tolerance gives a visibly less accurate answer when nothing checks it (no refinement):
+// the tolerance is what bounds pcg. With the refinement (the default) the KKT check restores the
+// accuracy from the same loose pcg.
+TEST(LqSchur, PcgToleranceControlsTheErrorAndTheKktCheckRestoresIt) {
   Rng rng(23);
   const LqData d = random_lq(rng, 8, 3, 30);
   const DenseKkt kkt = dense_kkt(d);
   const LqSolution ref = unpack(kkt, dense_solve(kkt));
   LqOptions loose = with(Linsys::Pcg);
   loose.pcg_rel_tol = 1e-4;
-  const LqSolution sol = solve_with(d, loose);
-  EXPECT_GT(solution_error(sol, ref), kPcgSolTol);
+  loose.max_refinement = 0;
+  LqStatus st;
+  EXPECT_GT(solution_error(solve_with(d, loose, &st), ref), kPcgSolTol);
+  EXPECT_EQ(st, LqStatus::MaxIterations);
+  loose.max_refinement = 10;
+  solver::LqStats stats;
+  EXPECT_LT(solution_error(solve_with(d, loose, &st, &stats), ref), kPcgSolTol);
+  EXPECT_EQ(st, LqStatus::Solved);
+  EXPECT_GT(stats.refinement_steps, 0);
 }
 
-TEST(LqSchur, PcgIterationLimitIsAStatus) {
+// Without the direct fallback, pcg's iteration limit is a status; with it (the default) the same
+// budget ends in a block Cholesky of S and an exact answer.
+TEST(LqSchur, PcgIterationLimitIsAStatusOrTheDirectFallback) {
   Rng rng(24);
   const LqData d = random_lq(rng, 6, 2, 20);
+  const DenseKkt kkt = dense_kkt(d);
+  const LqSolution ref = unpack(kkt, dense_solve(kkt));
   LqOptions o = with(Linsys::Pcg);
   o.pcg_max_iters = 2;
+  o.pcg_direct_fallback = false;
   LqStatus st;
   solver::LqStats stats;
   solve_with(d, o, &st, &stats);
   EXPECT_EQ(st, LqStatus::MaxIterations);
   EXPECT_EQ(stats.pcg_iterations, 2);
+  EXPECT_FALSE(stats.direct_fallback);
+  EXPECT_GT(stats.kkt_residual, 1e-6);  // what was achieved, reported
+  o.pcg_direct_fallback = true;
+  const LqSolution sol = solve_with(d, o, &st, &stats);
+  EXPECT_EQ(st, LqStatus::Solved);
+  EXPECT_TRUE(stats.direct_fallback);
+  EXPECT_EQ(stats.pcg_iterations, 2);
+  EXPECT_LT(solution_error(sol, ref), kSolTol);
+}
+
+// set_tolerance: the KKT residual is held to it on both Schur backends. The data is scaled like an
+// interior point's (a barrier term of 1e10 on a few diagonal entries, velocity-like weights of 1e-3),
+// where an unrefined bdsv answer misses 1e-12; refined to rounding it matches the dense solve, and a
+// loose tolerance leaves a residual the check reports (negative control: the tolerance is what
+// decides the accuracy).
+TEST(LqSchur, SetToleranceBoundsTheKktResidual) {
+  Rng rng(31);
+  LqData d = random_lq(rng, 4, 1, 40);
+  // Q_k <- D Q_k D, S_k <- S_k D with D = diag(1, w, 1, w): still convex, weights w^2 = 1e-3.
+  const double w[4] = {1, std::sqrt(1e-3), 1, std::sqrt(1e-3)};
+  for (int k = 0; k <= d.N; ++k) {
+    for (int j = 0; j < 4; ++j)
+      for (int i = 0; i < 4; ++i) d.Q_k(k)[i + j * 4] *= w[i] * w[j];
+    if (k < d.N)
+      for (int j = 0; j < 4; ++j) d.S_k(k)[j] *= w[j];
+    if (k % 7 == 3) d.Q_k(k)[0] += 1e10;
+  }
+  const DenseKkt kkt = dense_kkt(d);
+  const LqSolution ref = unpack(kkt, dense_solve(kkt));
+  for (const Linsys linsys : {Linsys::Bdsv, Linsys::Pcg}) {
+    SCOPED_TRACE(solver::to_string(linsys));
+    LqSolver s(d.nx, d.nu, d.N, with(linsys));
+    LqSolution sol = poisoned_solution(d.nx, d.nu, d.N);
+    s.set_tolerance(0);  // rounding level
+    ASSERT_EQ(s.solve(d, sol), LqStatus::Solved);
+    EXPECT_EQ(s.stats().kkt_tolerance, 0.0);
+    const solver::LqResidual exact = solver::lq_kkt_residual(d, sol);
+    EXPECT_LT(solution_error(sol, ref), kRegSolTol);
+    EXPECT_LT(std::max(exact.stationarity, exact.feasibility), 1e-9);
+    s.set_tolerance(1e-3);
+    LqSolution loose = poisoned_solution(d.nx, d.nu, d.N);
+    ASSERT_EQ(s.solve(d, loose), LqStatus::Solved);
+    EXPECT_LE(s.stats().kkt_residual, 1e-3);
+    EXPECT_EQ(s.stats().kkt_tolerance, 1e-3);
+    s.set_tolerance(-1);  // back to the default refine_tol * scale
+    ASSERT_EQ(s.solve(d, sol), LqStatus::Solved);
+    EXPECT_GT(s.stats().kkt_tolerance, 0.0);
+    EXPECT_LE(s.stats().kkt_residual, s.stats().kkt_tolerance);
+  }
+  // Negative control: bdsv with the check switched off (no refinement) at rounding-level tolerance
+  // is reported stalled, with the residual it reached.
+  LqOptions o = with(Linsys::Bdsv);
+  o.max_refinement = 0;
+  LqSolver s(d.nx, d.nu, d.N, o);
+  LqSolution sol(d.nx, d.nu, d.N);
+  s.set_tolerance(0);
+  const LqStatus st = s.solve(d, sol);
+  const solver::LqResidual r = solver::lq_kkt_residual(d, sol);
+  if (st == LqStatus::Solved) {
+    ADD_FAILURE() << "the unrefined bdsv answer met rounding level; the data no longer exercises the check";
+  } else {
+    EXPECT_EQ(st, LqStatus::MaxIterations);
+    EXPECT_NEAR(s.stats().kkt_residual, std::max(r.stationarity, r.feasibility), 1e-3 * s.stats().kkt_residual);
+  }
 }
 
 TEST(LqSchur, PcgWarmStartFromTheSolutionNeedsFewIterations) {

@@ -20,7 +20,8 @@
 //            R_k + B_k' P_{k+1} B_k positive definite. The CPU default.
 //   Bdsv     Schur complement of the stage blocks G_k = [Q_k S_k'; S_k R_k] (positive definite
 //            block-tridiagonal, state-sized blocks), solved by block Cholesky.
-//   Pcg      the same Schur system solved by preconditioned conjugate gradient (inexact).
+//   Pcg      the same Schur system solved by preconditioned conjugate gradient (inexact; refined, and
+//            finished on a block Cholesky of S when pcg stalls, see pcg_direct_fallback).
 //   KktLdlt  LDL' (Bunch-Kaufman) of the whole KKT matrix in stage order; reports the inertia.
 //   Auto     chosen at construction by size (docs/solver-lq.md).
 // docs/solver-lq.md derives each method, the Schur regularization and its accuracy.
@@ -48,7 +49,8 @@ enum class LqStatus {
                         // Bdsv/Pcg: a regularized G_k or the Schur complement); KktLdlt: the inertia
                         // is not that of a strict minimizer (x, u, lambda are then a KKT point when
                         // stats().inertia_zero == 0, else undefined)
-  MaxIterations,        // Pcg hit pcg_max_iters, or the Schur refinement stalled above its tolerance
+  MaxIterations,        // Bdsv/Pcg: the KKT residual stalled above the tolerance (LqSolver::set_tolerance);
+                        // stats().kkt_residual is what was achieved
   NonFinite,            // NaN or Inf in the data or the result
   Interrupted,          // the deadline (LqSolver::set_deadline) passed during pcg or the Schur
                         // refinement; x, u, lambda are not a solution
@@ -73,12 +75,18 @@ struct LqOptions {
 
   // Schur backends (Bdsv, Pcg): a stage block G_k that is singular or nearly so (its Cholesky fails,
   // or an eigenvalue estimate falls below rho_k) is replaced by G_k + rho_k I with
-  // rho_k = schur_reg * the median of G_k's diagonal; the answer is then corrected by iterative
-  // refinement against the unregularized KKT system, at most max_refinement steps, until the KKT
-  // residual's inf-norm is below refine_tol * (1 + inf-norm of q, r, c, x_init).
+  // rho_k = schur_reg * the median of G_k's diagonal. Every answer is then checked against the
+  // unregularized KKT system and corrected by iterative refinement (at most max_refinement steps)
+  // until each row of the residual is within the tolerance or its own rounding level: the tolerance
+  // is LqSolver::set_tolerance's, by default refine_tol * (1 + inf-norm of q, r, c, x_init).
   double schur_reg = 1e-6;
   int max_refinement = 10;
   double refine_tol = 1e-12;
+  // Pcg: pcg runs at most min(pcg_max_iters, (N+1) nx) iterations (where conjugate gradients ends in
+  // exact arithmetic); when it runs out of them, or its corrections stop reducing the residual, factor S
+  // once by block Cholesky (as Bdsv; one more S-sized workspace) and finish the refinement on it.
+  // Off: the stall is reported as MaxIterations.
+  bool pcg_direct_fallback = true;
 
   // KktLdlt: steps of iterative refinement after the solve (each costs one more solve).
   int kkt_refinement = 1;
@@ -147,12 +155,15 @@ struct LqStats {
   // Pcg
   int pcg_iterations = 0;           // of the first solve (refinement solves add theirs below)
   int pcg_iterations_total = 0;
-  // Bdsv, Pcg: stages whose G_k was regularized, the largest rho_k used, refinement steps taken and
-  // the final inf-norm of the unregularized KKT residual (computed only when regularizing).
+  // Bdsv, Pcg: stages whose G_k was regularized, the largest rho_k used, refinement steps taken, the
+  // final inf-norm of the unregularized KKT residual (0 for Riccati and KktLdlt, exact to rounding and
+  // not measured), the tolerance it was held to, and whether pcg finished on the direct fallback.
   int regularized_stages = 0;
   double regularization = 0;
   int refinement_steps = 0;
   double kkt_residual = 0;
+  double kkt_tolerance = 0;
+  bool direct_fallback = false;
   // KktLdlt: inertia of the KKT matrix (a strict minimizer has inertia_pos == N*(nx+nu) + nx and
   // inertia_neg == (N+1)*nx), 2x2 pivots taken.
   int inertia_pos = 0, inertia_neg = 0, inertia_zero = 0;
@@ -201,6 +212,14 @@ class LqSolver {
   // its end. No deadline (time_point::max(), the default) runs the very same arithmetic as before
   // this hook existed and reads no clock.
   void set_deadline(std::chrono::steady_clock::time_point deadline);
+
+  // The accuracy the Schur backends (Bdsv, Pcg) must reach: the inf-norm of the residual of the
+  // unregularized KKT system, absolute; a row whose residual is within its own rounding level
+  // (a few eps times the magnitudes of the products in it) counts as met. They check every answer
+  // and refine it (reusing the factorization; pcg restarts from the current lambda and, once
+  // loosened, stops near the tolerance) until it is met, or return MaxIterations. A negative value
+  // restores the default (LqOptions::refine_tol). Riccati and KktLdlt ignore it: exact to rounding.
+  void set_tolerance(double kkt_tol);
 
   const LqStats& stats() const;
   const LqOptions& options() const;

@@ -62,6 +62,14 @@ struct SolverOptions {
   // ---- The LQ subproblem (backend, PCG tolerance, Schur regularization) and its Hessian
   LqOptions lq;
   Hessian hessian = Hessian::GaussNewton;
+  // The accuracy of each step's LQ on the Schur backends (bdsv, pcg; riccati and kkt_ldlt are exact
+  // to rounding and ignore it). 0: every row of its KKT residual at rounding level, the setting at which
+  // every backend reaches riccati's verdict and point (docs/solver-lq.md). > 0: inexact Newton (Dembo,
+  // Eisenstat and Steihaug), a residual of at most E min(lq_forcing, E) with E the barrier problem's
+  // KKT error at the iterate (quadratic forcing); cheaper pcg steps, but the path, and on some
+  // problems the verdict, then differ from riccati's. Either way a step whose residual stalled above
+  // E ends the solve NumericalError, naming both.
+  double lq_forcing = 0;
 
   // ---- Hessian regularization, used when the LQ backend reports the Hessian not positive definite:
   // delta I is added to every Q_k and R_k, starting at max(reg_init, last successful delta / reg_growth),

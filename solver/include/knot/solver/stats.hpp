@@ -31,6 +31,10 @@ struct IterationStats {
   bool restoration = false;    // the step was the feasibility fallback (a rollout of the controls)
   int lq_iterations = 0;       // pcg iterations of the LQ solve (all tries); 0 for direct backends
   LqStatus lq_status = LqStatus::Solved;
+  // What the step solved: the inf-norm of its LQ's KKT residual and the tolerance it was held to
+  // (SolverOptions::lq_forcing); both 0 for riccati and kkt_ldlt, exact to rounding and not measured.
+  double lq_residual = 0;
+  double lq_tolerance = 0;
 };
 
 // Seconds of wall clock per phase, summed over the iterations of the last solve().
