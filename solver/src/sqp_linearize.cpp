@@ -425,7 +425,7 @@ double Solver::Impl::objective_scale() const {
   }
   if (!(m > 0) || !std::isfinite(m)) return 1.0;  // no cost to measure: nothing to scale
   double target = m;
-  if (m > opt.objective_scale_max) target = opt.objective_scale_max;
+  if (m > opt.objective_scale_max) target = opt.objective_scale_target;
   else if (m < opt.objective_scale_min) target = opt.objective_scale_min;
   else return 1.0;
   return std::exp2(std::clamp(std::floor(std::log2(target / m)), -60.0, 60.0));

@@ -67,6 +67,8 @@ std::string SolverOptions::validate() const {
   if (!positive(objective_scale_min)) return bad("objective_scale_min must be > 0", objective_scale_min);
   if (!(std::isfinite(objective_scale_max) && objective_scale_max >= objective_scale_min))
     return bad("objective_scale_max must be >= objective_scale_min", objective_scale_max);
+  if (!(objective_scale_target >= objective_scale_min && objective_scale_target <= objective_scale_max))
+    return bad("objective_scale_target must be in [objective_scale_min, objective_scale_max]", objective_scale_target);
   if (!positive(acceptable_tol)) return bad("acceptable_tol must be > 0", acceptable_tol);
   if (acceptable_iter < 1) return bad("acceptable_iter must be >= 1", acceptable_iter);
   if (const std::string why = lq.validate(); !why.empty()) return "lq." + why;

@@ -292,7 +292,7 @@ bool Solver::Impl::out_of_time(const char* phase) {
 double Solver::Impl::error_ratio(const Residuals& r, double tol_st, double tol_fe, double tol_co, double tol_gap) const {
   return std::max({r.stationarity / (tol_st * r.scale_dual), r.feasibility / tol_fe,
                    r.complementarity / (tol_co * r.scale_comp),
-                   r.gap / (tol_gap * std::max(1.0, obj_scale * std::abs(cost)))});
+                   r.gap / std::max(tol_gap * std::max(1.0, obj_scale * std::abs(cost)), 2 * ineq.total() * mu_floor())});
 }
 
 bool Solver::Impl::within(const Residuals& r, double tol_st, double tol_fe, double tol_co, double tol_gap) const {

@@ -103,7 +103,9 @@ TEST(SqpBackendsAgree, RandomCartPoleStarts) {
     EXPECT_EQ(disagreements(base, starts, ref, linsys, 0, true), 0) << solver::to_string(linsys);
   // Negative control: bdsv steps held only to E min(0.1, E) (inexact Newton with a loose forcing
   // term) change verdicts on some starts (measured: 27 of 100), which the check above reports.
-  if (!kSanitized) EXPECT_GT(disagreements(base, starts, ref, Linsys::Bdsv, 0.1, false), 0);
+  if (!kSanitized) {
+    EXPECT_GT(disagreements(base, starts, ref, Linsys::Bdsv, 0.1, false), 0);
+  }
 }
 
 // A step the backend cannot solve to what the iterate needs ends the solve saying so: pcg limited to

@@ -43,12 +43,14 @@ struct SolverOptions {
                                       // over the optimal cost, so the optimum is accurate relative to f
   double scale_max = 100;             // IPOPT's s_max
   // Objective scaling: where the largest gradient or Hessian-diagonal entry of the cost at the first
-  // iterate of a cold start lies outside [objective_scale_min, objective_scale_max], the objective
-  // is multiplied by the power of two that brings it to within a factor 2 of the nearer end (IPOPT's
-  // nlp_scaling_max_gradient, which only scales down). The tolerances apply to the scaled problem;
-  // the cost and multipliers reported are unscaled.
+  // iterate of a cold start lies above objective_scale_max, the objective is multiplied by the power
+  // of two that brings it to within a factor 2 of objective_scale_target (IPOPT's
+  // nlp_scaling_max_gradient, 100); below objective_scale_min, to within a factor 2 of that minimum.
+  // In between (where the shipped configs lie) nothing changes. The tolerances apply to the scaled
+  // problem; the cost and multipliers reported are unscaled.
   double objective_scale_min = 1e-2;
   double objective_scale_max = 1e4;
+  double objective_scale_target = 100;
   // The acceptable level: every measure above within acceptable_tol (the gap relative to max(1, |f|))
   // at acceptable_iter iterates in a row over which the error did not fall tenfold (the iterates
   // stopped moving), or at the iterate where a failed line search or max_iter stops the solve, ends
