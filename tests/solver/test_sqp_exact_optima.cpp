@@ -72,7 +72,8 @@ EqualityQp solve_equality_qp(const Affine& a, double dt, const std::vector<int>&
   Mat E(m, a.G.cols());
   Vec e(m);
   E.topRows(2) = a.T;
-  e << -a.t(0), -1 - a.t(1);
+  e(0) = -a.t(0);
+  e(1) = -1 - a.t(1);
   for (std::size_t i = 0; i < active.size(); ++i) {
     E.row(2 + static_cast<Eigen::Index>(i)) = a.G.row(active[i]);
     e(2 + static_cast<Eigen::Index>(i)) = wall - a.c(active[i]);
