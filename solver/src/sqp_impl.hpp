@@ -6,8 +6,8 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
-#include <span>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "knot/problems/constraint.hpp"
@@ -112,8 +112,9 @@ struct Solver::Impl {
   // has passed the solve's deadline. Reads no clock when there is no time_limit.
   bool out_of_time(const char* phase);
   void record_allocation_sizes();
-  // Objective scaling: the SQP works on obj_scale * f, chosen at each cold start (a power of two
-  // <= 1); multipliers and mu are held scaled during solve() and handed out unscaled.
+  // Objective scaling: the SQP works on obj_scale * f, obj_scale a power of two chosen at each cold
+  // start (objective_scale()); multipliers and mu are held scaled during solve() and handed out
+  // unscaled.
   double objective_scale() const;
   void scale_objective();
   void scale_multipliers(double f);

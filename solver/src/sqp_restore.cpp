@@ -21,21 +21,24 @@ bool Solver::Impl::restore(IterationStats& it) {
                         x_trial.data() + static_cast<std::size_t>(k + 1) * nx) != problems::IntegratorStatus::Ok)
       return false;
   }
-  // The rows at the rolled-out states, then slacks that meet them where they can: a row the rollout
-  // satisfies gets s = -g (kept off zero no further than it was), a violated one a small positive s.
-  if (!evaluate_merit_parts(x_trial.data(), u_trial.data(), s.data()).finite) return false;
+  // The rows at the rolled-out states (with the old slacks), then slacks that meet them where they
+  // can: a row the rollout satisfies gets s = -g (kept off zero no further than it was), a violated
+  // one a small positive s. Only the slack terms of theta and the barrier change with them.
+  MeritParts trial = evaluate_merit_parts(x_trial.data(), u_trial.data(), s.data());
+  if (!trial.finite) return false;
+  trial.barrier = 0;
   for (int i = 0; i < ineq.total(); ++i) {
     const double g = ineq.trial[static_cast<std::size_t>(i)];
     const double floor = std::min(s[i], opt.slack_push * std::max(1.0, std::abs(g)));
     s_trial[i] = std::max(-g, floor);
+    trial.infeasibility += std::abs(g + s_trial[i]) - std::abs(g + s[i]);
+    trial.barrier -= mu * std::log(s_trial[i]);
   }
-  const MeritParts trial = evaluate_merit_parts(x_trial.data(), u_trial.data(), s_trial.data());
   // A real reduction, not one within the filter's margin: otherwise the stall stands.
-  if (!trial.finite || !(trial.infeasibility <= 0.9 * theta)) return false;
+  if (!std::isfinite(trial.barrier) || !(trial.infeasibility <= 0.9 * theta)) return false;
   std::copy(x_trial.begin(), x_trial.end(), sol.x.begin());
   std::copy(s_trial.begin(), s_trial.end(), s.begin());
   // The filter restarts from the point that stalled, as IPOPT's does on leaving restoration.
-  filter_size = 0;
   filter[0] = {(1 - 1e-5) * theta, phi - 1e-8 * theta};
   filter_size = 1;
   ++stats.restorations;

@@ -6,13 +6,12 @@
 
 #include <array>
 #include <cmath>
-#include <numbers>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "knot/problems/loader.hpp"
 #include "knot/solver/solver.hpp"
+#include "test_sqp_common.hpp"
 
 namespace knot::test {
 namespace {
@@ -20,18 +19,7 @@ namespace {
 using solver::Linsys;
 using solver::Status;
 
-// Under AddressSanitizer the solves run about ten times slower: a subset keeps the suite's time.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
+constexpr bool kSanitized = kUnderSanitizer;
 
 struct Outcome {
   Status status;
@@ -46,19 +34,6 @@ Outcome run(problems::Problem p, Linsys linsys, double lq_forcing = 0) {
   solver::Solver s(std::move(p), o);
   const Status st = s.solve();
   return {st, s.solution().cost, s.solution().iterations};
-}
-
-// x0 = (cart 0.5 U, angle pi + U, velocity U, angular velocity 2 U), U uniform on [-1, 1], from
-// mt19937_64 seeded 20261201: hanging near the bottom, moving, 100 of them.
-std::vector<std::array<double, 4>> cartpole_starts(int n) {
-  std::mt19937_64 rng(20261201);
-  std::uniform_real_distribution<double> U(-1, 1);
-  std::vector<std::array<double, 4>> starts(static_cast<std::size_t>(n));
-  for (auto& s : starts) {
-    const double a = U(rng), b = U(rng), c = U(rng), d = U(rng);
-    s = {0.5 * a, std::numbers::pi + b, c, 2 * d};
-  }
-  return starts;
 }
 
 constexpr double kCostRel = 1e-8;
@@ -87,7 +62,7 @@ int disagreements(const problems::Problem& base, const std::vector<std::array<do
 }
 
 TEST(SqpBackendsAgree, RandomCartPoleStarts) {
-  const problems::Problem base = problems::load_problem(std::string(KNOT_CONFIGS_DIR) + "/cartpole_swingup.yaml");
+  const problems::Problem base = load_config("cartpole_swingup");
   const auto all = cartpole_starts(100);
   const std::vector<std::array<double, 4>> starts(all.begin(), all.begin() + (kSanitized ? 8 : 100));
   std::vector<Outcome> ref;
@@ -112,7 +87,7 @@ TEST(SqpBackendsAgree, RandomCartPoleStarts) {
 // one iteration and without its direct fallback, on bryson_denham. The history shows what the step
 // solved and what it was asked.
 TEST(SqpBackendsAgree, AStalledLqStepIsANamedNumericalError) {
-  problems::Problem p = problems::load_problem(std::string(KNOT_CONFIGS_DIR) + "/bryson_denham.yaml");
+  problems::Problem p = load_config("bryson_denham");
   solver::SolverOptions o = solver::from_settings(p.solver);
   o.lq.linsys = Linsys::Pcg;
   o.lq.pcg_max_iters = 1;
@@ -127,7 +102,7 @@ TEST(SqpBackendsAgree, AStalledLqStepIsANamedNumericalError) {
   EXPECT_EQ(last.lq_status, solver::LqStatus::MaxIterations);
   EXPECT_GT(last.lq_residual, last.lq_tolerance);  // recorded: what the step reached, what it was asked
   // With the defaults the same problem solves on pcg.
-  EXPECT_EQ(run(problems::load_problem(std::string(KNOT_CONFIGS_DIR) + "/bryson_denham.yaml"), Linsys::Pcg).status,
+  EXPECT_EQ(run(load_config("bryson_denham"), Linsys::Pcg).status,
             Status::Solved);
 }
 

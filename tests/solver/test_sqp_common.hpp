@@ -5,8 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
+#include <numbers>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -15,6 +18,34 @@
 #include "knot/solver/solver.hpp"
 
 namespace knot::test {
+
+// Under AddressSanitizer the solves run about ten times slower: suites that sweep many solves check
+// a subset there.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kUnderSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kUnderSanitizer = true;
+#else
+inline constexpr bool kUnderSanitizer = false;
+#endif
+#else
+inline constexpr bool kUnderSanitizer = false;
+#endif
+
+// Random cart-pole starts, the first n of one fixed sequence: x0 = (cart 0.5 U, angle pi + U,
+// velocity U, angular velocity 2 U), U uniform on [-1, 1] from mt19937_64 seeded 20261201 (the
+// pole hanging, give or take a radian, and moving).
+inline std::vector<std::array<double, 4>> cartpole_starts(int n) {
+  std::mt19937_64 rng(20261201);
+  std::uniform_real_distribution<double> U(-1, 1);
+  std::vector<std::array<double, 4>> starts(static_cast<std::size_t>(n));
+  for (auto& s : starts) {
+    const double a = U(rng), b = U(rng), c = U(rng), d = U(rng);
+    s = {0.5 * a, std::numbers::pi + b, c, 2 * d};
+  }
+  return starts;
+}
 
 inline problems::Problem load_config(const std::string& name, const std::vector<std::string>& overrides = {}) {
   return problems::load_problem(std::filesystem::path(KNOT_CONFIGS_DIR) / (name + ".yaml"), overrides);

@@ -28,17 +28,7 @@ constexpr double kWall = 1.0 / 9.0;
 
 // Under AddressSanitizer the dense reference at N = 1600 alone takes minutes (unoptimized Eigen):
 // the sanitized run checks N = 100 and 400.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr int kLargestN = 400;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr int kLargestN = 400;
-#else
-constexpr int kLargestN = 1600;
-#endif
-#else
-constexpr int kLargestN = 1600;
-#endif
+constexpr int kLargestN = knot::test::kUnderSanitizer ? 400 : 1600;
 
 struct Reference {
   double cost = 0;

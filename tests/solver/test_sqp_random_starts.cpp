@@ -13,8 +13,6 @@
 #include <array>
 #include <cmath>
 #include <iostream>
-#include <numbers>
-#include <random>
 #include <vector>
 
 #include "knot/solver/ipopt.hpp"
@@ -23,31 +21,14 @@
 
 namespace {
 
-// Under AddressSanitizer the solves run about ten times slower: the first 30 starts keep the suite's
-// time (the comparison is the same on them).
-#if defined(__SANITIZE_ADDRESS__)
-constexpr int kStarts = 30;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr int kStarts = 30;
-#else
-constexpr int kStarts = 100;
-#endif
-#else
-constexpr int kStarts = 100;
-#endif
-
 using namespace knot;
 using knot::test::load_config;
 using knot::test::max_violation;
 
-std::vector<std::array<double, 4>> cartpole_starts(int count) {
-  std::mt19937_64 rng(20261201);
-  std::uniform_real_distribution<double> u(-1, 1);
-  std::vector<std::array<double, 4>> starts(static_cast<std::size_t>(count));
-  for (auto& s : starts) s = {0.5 * u(rng), std::numbers::pi + u(rng), u(rng), 2 * u(rng)};
-  return starts;
-}
+// Under AddressSanitizer the first 30 starts keep the suite's time (the comparison is the same on them).
+constexpr int kStarts = knot::test::kUnderSanitizer ? 30 : 100;
+
+using knot::test::cartpole_starts;
 
 struct Tally {
   int solved = 0;

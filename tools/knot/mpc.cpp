@@ -3,12 +3,12 @@
 // the files closed_loop.csv and summary.json (docs/mpc.md).
 #include <unistd.h>
 
-#include <iterator>
 #include <cmath>
 #include <cstdio>
 #include <fmt/core.h>
 #include <exception>
 #include <filesystem>
+#include <iterator>
 #include <string>
 
 #include <spdlog/fmt/fmt.h>
