@@ -530,6 +530,43 @@ NB_MODULE(_knot, m) {
         for (const auto& c : p.costs) out.push_back(c ? c->info().name : "");
         return out;
       }, "The cost terms' names, which set_reference() takes.")
+      .def("reference", [](const Problem& p, const std::string& cost) -> nb::object {
+        for (const auto& c : p.costs)
+          if (c && c->info().name == cost) {
+            const problems::Reference* r = c->reference();
+            if (!r) return nb::none();
+            return copy_array(r->values.data(), {static_cast<std::size_t>(r->rows()), static_cast<std::size_t>(r->dim)});
+          }
+        throw nb::value_error(("reference: no cost named '" + cost + "'").c_str());
+      }, "cost"_a, "The reference of the cost named `cost` (rows, dim), a copy; None for a cost without one.")
+      .def_prop_ro("frame_names", [](const Problem& p) {
+        std::vector<std::string> out;
+        if (const problems::Kinematics* k = p.model ? p.model->kinematics() : nullptr)
+          for (int f = 0; f < k->frame_count(); ++f) out.push_back(k->frame_name(f));
+        return out;
+      }, "The model's frames (URDF links); empty for a model without kinematics.")
+      .def("frame_positions", [](const Problem& p, nb::handle x, nb::object frame) {
+        const problems::Kinematics* k = p.model ? p.model->kinematics() : nullptr;
+        if (!k) throw nb::value_error(("frame_positions: the model '" + std::string(p.model ? p.model->type() : "") +
+                                       "' has no kinematics").c_str());
+        int f = k->default_frame();
+        if (!frame.is_none()) {
+          const std::string name = nb::cast<std::string>(frame);
+          const std::optional<int> found = k->frame_index(name);
+          if (!found) throw nb::value_error(("frame_positions: no frame named '" + name + "'").c_str());
+          f = *found;
+        }
+        nb::object arr = nb::module_::import_("numpy").attr("asarray")(x);
+        const long rows = nb::cast<long>(arr.attr("ndim")) == 2 ? nb::cast<long>(arr.attr("shape")[0]) : -1;
+        FloatArray a = as_float_array(arr, "frame_positions: x", {rows < 0 ? 0 : rows, p.nx()});
+        std::unique_ptr<problems::ModelData> data = p.model->make_data();
+        std::vector<double> out(static_cast<std::size_t>(rows) * 3);
+        for (long i = 0; i < rows; ++i)
+          k->frame_position(*data, a.data + i * p.nx(), f, {0, 0, 0}, out.data() + i * 3, nullptr);
+        return copy_array(out.data(), {static_cast<std::size_t>(rows), 3});
+      }, "x"_a, "frame"_a = nb::none(),
+           "World positions (rows, 3) of a frame's origin at each state row of x (rows, nx): the end effector "
+           "(the model's ee_frame) unless `frame` names another. ValueError without kinematics.")
       .def("describe", [](const Problem& p) { return problems::describe(p); },
            "The resolved problem as `knot check` prints it.")
       .def("__repr__", [](const Problem& p) {

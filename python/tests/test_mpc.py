@@ -58,3 +58,24 @@ def test_a_closed_loop_runs_and_reports():
     assert sum(summary.statuses.values()) == loop.steps and summary.failed_steps == 0
     assert abs(r.x[-1, 1]) < 0.1  # swung up: theta back near 0
     assert not loop.step()
+
+
+def test_frame_positions_match_the_closed_loops_end_effector():
+    # The closed loop records the plant's end effector in C++; the binding recomputes it from the
+    # recorded states (the plant model's kinematics are the problem's: only masses differ).
+    problem = knot.load(ROOT / "configs" / "iiwa14_mpc.yaml", set={"mpc.duration": 0.3125})
+    loop = knot.ClosedLoop(problem)
+    loop.run()
+    r = loop.record
+    frame = problem.frame_names[loop.ee_frame]
+    assert r.ee.shape == (21, 3)
+    assert np.array_equal(problem.frame_positions(r.x, frame=frame), r.ee)
+    # Negative control: another frame is elsewhere.
+    assert not np.allclose(problem.frame_positions(r.x, frame=problem.frame_names[1]), r.ee)
+
+
+def test_frame_positions_need_kinematics(cartpole_path):
+    import pytest
+
+    with pytest.raises(ValueError, match="no kinematics"):
+        knot.load(cartpole_path).frame_positions(np.zeros((3, 4)))
