@@ -367,16 +367,18 @@ PyType_Slot solver_slots[] = {{Py_tp_traverse, reinterpret_cast<void*>(solver_tr
                               {Py_tp_clear, reinterpret_cast<void*>(solver_clear)},
                               {0, nullptr}};
 
+// A property's default policy, reference_internal, cannot apply to an array that has an owner.
+#define KNOT_ARRAY_POLICY nb::rv_policy::automatic
+
 // A view of the solver's Solution; `owner` (the Python Solver) is what every array holds on to.
 struct PySolution {
   nb::object owner;
   const solver::Solution* sol = nullptr;
 
-  // Cast here: a property's reference_internal policy cannot apply to an array that has an owner.
-  nb::object rows(const std::vector<double>& v, int n_rows, int cols) const {
-    return nb::cast(Matrix(v.data(), {static_cast<std::size_t>(n_rows), static_cast<std::size_t>(cols)}, owner));
+  Matrix rows(const std::vector<double>& v, int n_rows, int cols) const {
+    return Matrix(v.data(), {static_cast<std::size_t>(n_rows), static_cast<std::size_t>(cols)}, owner);
   }
-  nb::object flat(const std::vector<double>& v) const { return nb::cast(Vector(v.data(), {v.size()}, owner)); }
+  Vector flat(const std::vector<double>& v) const { return Vector(v.data(), {v.size()}, owner); }
 };
 
 std::vector<std::string> state_names(const Problem& p) {
@@ -538,7 +540,7 @@ NB_MODULE(_knot, m) {
             return copy_array(r->values.data(), {static_cast<std::size_t>(r->rows()), static_cast<std::size_t>(r->dim)});
           }
         throw nb::value_error(("reference: no cost named '" + cost + "'").c_str());
-      }, "cost"_a, "The reference of the cost named `cost` (rows, dim), a copy; None for a cost without one.")
+      }, nb::sig("def reference(self, cost: str) -> numpy.typing.NDArray[numpy.float64] | None"), "cost"_a, "The reference of the cost named `cost` (rows, dim), a copy; None for a cost without one.")
       .def_prop_ro("frame_names", [](const Problem& p) {
         std::vector<std::string> out;
         if (const problems::Kinematics* k = p.model ? p.model->kinematics() : nullptr)
@@ -564,7 +566,7 @@ NB_MODULE(_knot, m) {
         for (long i = 0; i < rows; ++i)
           k->frame_position(*data, a.data + i * p.nx(), f, {0, 0, 0}, out.data() + i * 3, nullptr);
         return copy_array(out.data(), {static_cast<std::size_t>(rows), 3});
-      }, "x"_a, "frame"_a = nb::none(),
+      }, nb::sig("def frame_positions(self, x: numpy.typing.ArrayLike, frame: str | None = None) -> numpy.typing.NDArray[numpy.float64]"), "x"_a, "frame"_a = nb::none(),
            "World positions (rows, 3) of a frame's origin at each state row of x (rows, nx): the end effector "
            "(the model's ee_frame) unless `frame` names another. ValueError without kinematics.")
       .def("describe", [](const Problem& p) { return problems::describe(p); },
@@ -587,14 +589,14 @@ NB_MODULE(_knot, m) {
                          "read-only, they change with every solve(), step(), shift() or set_initial_guess(), "
                          "and keep the Solver alive. np.array(a) takes a copy.")
       .def_prop_ro("x", [](const PySolution& s) { return s.rows(s.sol->x, s.sol->N + 1, s.sol->nx); },
-                   "States, shape (N+1, nx).")
+                   "States, shape (N+1, nx).", KNOT_ARRAY_POLICY)
       .def_prop_ro("u", [](const PySolution& s) { return s.rows(s.sol->u, s.sol->N, s.sol->nu); },
-                   "Controls, shape (N, nu).")
+                   "Controls, shape (N, nu).", KNOT_ARRAY_POLICY)
       .def_prop_ro("lambda_", [](const PySolution& s) { return s.rows(s.sol->lambda, s.sol->N + 1, s.sol->nx); },
-                   "Dynamics multipliers (costates), shape (N+1, nx).")
-      .def_prop_ro("z", [](const PySolution& s) { return s.flat(s.sol->z); }, "Inequality duals, flat.")
-      .def_prop_ro("s", [](const PySolution& s) { return s.flat(s.sol->s); }, "Inequality slacks, flat.")
-      .def_prop_ro("y", [](const PySolution& s) { return s.flat(s.sol->y); }, "Equality multipliers, flat.")
+                   "Dynamics multipliers (costates), shape (N+1, nx).", KNOT_ARRAY_POLICY)
+      .def_prop_ro("z", [](const PySolution& s) { return s.flat(s.sol->z); }, "Inequality duals, flat.", KNOT_ARRAY_POLICY)
+      .def_prop_ro("s", [](const PySolution& s) { return s.flat(s.sol->s); }, "Inequality slacks, flat.", KNOT_ARRAY_POLICY)
+      .def_prop_ro("y", [](const PySolution& s) { return s.flat(s.sol->y); }, "Equality multipliers, flat.", KNOT_ARRAY_POLICY)
       .def_prop_ro("cost", [](const PySolution& s) { return s.sol->cost; }, "The objective at x, u.")
       .def_prop_ro("mu", [](const PySolution& s) { return s.sol->mu; }, "The barrier parameter at the end.")
       .def_prop_ro("status", [](const PySolution& s) { return s.sol->status; })
@@ -621,7 +623,7 @@ NB_MODULE(_knot, m) {
       .def("set_initial_state", [](PySolver& s, nb::handle x0) {
         FloatArray a = as_float_array(x0, "set_initial_state: x0", {s.solver.nx()});
         s.solver.set_initial_state({a.data, a.size});
-      }, "x0"_a, "The initial state of the next solve: nx values. A NaN makes that solve end NumericalError.")
+      }, nb::sig("def set_initial_state(self, x0: numpy.typing.ArrayLike) -> None"), "x0"_a, "The initial state of the next solve: nx values. A NaN makes that solve end NumericalError.")
       .def("set_reference", [](PySolver& s, const std::string& cost, nb::handle ref) {
         nb::object arr = nb::module_::import_("numpy").attr("asarray")(ref);
         const long ndim = nb::cast<long>(arr.attr("ndim"));
@@ -635,7 +637,7 @@ NB_MODULE(_knot, m) {
         s.solver.set_reference(cost, ndim == 1 ? problems::Reference::constant(std::move(values))
                                                : problems::Reference::per_knot(static_cast<int>(shape[1]),
                                                                                std::move(values)));
-      }, "cost"_a, "ref"_a,
+      }, nb::sig("def set_reference(self, cost: str, ref: numpy.typing.ArrayLike) -> None"), "cost"_a, "ref"_a,
            "Replaces what the cost named `cost` tracks: one row (dim,) for every knot, or one row per knot "
            "(rows, dim), knots past the last row using the last. ValueError for an unknown cost or a wrong dim.")
       .def("set_initial_guess", [](PySolver& s, nb::handle x, nb::handle u) {
@@ -643,7 +645,7 @@ NB_MODULE(_knot, m) {
         FloatArray ax = as_float_array(x, "set_initial_guess: x", {N + 1, s.solver.nx()});
         FloatArray au = as_float_array(u, "set_initial_guess: u", {N, s.solver.nu()});
         s.solver.set_initial_guess({ax.data, ax.size}, {au.data, au.size});
-      }, "x"_a, "u"_a, "A cold start from x (N+1, nx) and u (N, nu): multipliers reset.")
+      }, nb::sig("def set_initial_guess(self, x: numpy.typing.ArrayLike, u: numpy.typing.ArrayLike) -> None"), "x"_a, "u"_a, "A cold start from x (N+1, nx) and u (N, nu): multipliers reset.")
       .def("shift", [](PySolver& s) { s.solver.shift(); },
            "Moves every knot's values one knot earlier (x_N and u_{N-1} stay): the next control step's warm start.")
       .def("set_iteration_callback", [](PySolver& s, nb::object callback) {
@@ -656,7 +658,7 @@ NB_MODULE(_knot, m) {
           s.callback = callback;
           s.solver.set_iteration_callback(&PySolver::trampoline, &s);
         }
-      }, "callback"_a.none(),
+      }, nb::sig("def set_iteration_callback(self, callback: typing.Callable[[dict, int], bool | None] | None) -> None"), "callback"_a.none(),
            "callback(row: dict, iteration: int) is called once per row of stats.per_iteration as soon as it is "
            "final, with the GIL held. Returning False stops the solve once the step under way is done (that "
            "iterate is measured and reported too; then Interrupted, or Solved when it converged); None or True "
