@@ -1,7 +1,7 @@
 """Knot from Python: load a problem file, solve it, run its closed loop (docs/python.md).
 
     import knot
-    problem = knot.load("configs/cartpole_swingup.yaml", set={"horizon.N": 40})
+    problem = knot.load("configs/cartpole_swingup.yaml", set={"horizon.N": 40, "horizon.dt": 0.025})
     solver = knot.Solver(problem, linsys="riccati", max_iter=50)
     status = solver.solve()                  # knot.Status.Solved
     x, u = solver.solution.x, solver.solution.u   # (N+1, nx), (N, nu): views of the solver's memory
