@@ -91,16 +91,14 @@ nb::object copy_array(const double* values, std::initializer_list<std::size_t> s
 
 nb::object copy_vector(const std::vector<double>& v) { return copy_array(v.data(), {v.size()}); }
 
-nb::object simple_namespace(nb::dict fields) {
-  return nb::module_::import_("types").attr("SimpleNamespace")(**fields);
-}
+nb::object simple_namespace(nb::dict fields) { return nb::module_::import_("types").attr("SimpleNamespace")(**fields); }
 
 // ---- options: every SolverOptions field as a keyword, by one table
 
 double to_double(nb::handle v, const char* name) {
   if (PyBool_Check(v.ptr()) || !(PyFloat_Check(v.ptr()) || PyIndex_Check(v.ptr())))
-    throw nb::type_error((std::string(name) + " must be a number, found " +
-                          std::string(Py_TYPE(v.ptr())->tp_name)).c_str());
+    throw nb::type_error(
+        (std::string(name) + " must be a number, found " + std::string(Py_TYPE(v.ptr())->tp_name)).c_str());
   const double x = PyFloat_AsDouble(v.ptr());
   if (x == -1.0 && PyErr_Occurred()) throw nb::python_error();
   return x;
@@ -108,8 +106,8 @@ double to_double(nb::handle v, const char* name) {
 
 int to_int(nb::handle v, const char* name) {
   if (PyBool_Check(v.ptr()) || !PyIndex_Check(v.ptr()))
-    throw nb::type_error((std::string(name) + " must be an int, found " +
-                          std::string(Py_TYPE(v.ptr())->tp_name)).c_str());
+    throw nb::type_error(
+        (std::string(name) + " must be an int, found " + std::string(Py_TYPE(v.ptr())->tp_name)).c_str());
   const long x = PyLong_AsLong(nb::steal(PyNumber_Index(v.ptr())).ptr());
   if (x == -1 && PyErr_Occurred()) throw nb::python_error();
   return static_cast<int>(x);
@@ -117,8 +115,8 @@ int to_int(nb::handle v, const char* name) {
 
 bool to_bool(nb::handle v, const char* name) {
   if (!PyBool_Check(v.ptr()))
-    throw nb::type_error((std::string(name) + " must be a bool, found " +
-                          std::string(Py_TYPE(v.ptr())->tp_name)).c_str());
+    throw nb::type_error(
+        (std::string(name) + " must be a bool, found " + std::string(Py_TYPE(v.ptr())->tp_name)).c_str());
   return v.ptr() == Py_True;
 }
 
@@ -148,15 +146,16 @@ struct OptionField {
   nb::object (*get)(const SolverOptions&);
 };
 
-#define KNOT_OPT(name, member, conv)                                                                  \
-  OptionField {                                                                                       \
-    #name, [](SolverOptions& o, nb::handle v) { o.member = conv(v, #name); },                         \
-        [](const SolverOptions& o) -> nb::object { return nb::cast(o.member); }                       \
+#define KNOT_OPT(name, member, conv)                                                                          \
+  OptionField {                                                                                               \
+#name, [](SolverOptions & o,                                                                              \
+              nb::handle v) { o.member = conv(v, #name); }, [](const SolverOptions& o)                        \
+                                                                 -> nb::object { return nb::cast(o.member); } \
   }
-#define KNOT_OPT_CHOICE(name, member, values)                                                         \
-  OptionField {                                                                                       \
-    #name, [](SolverOptions& o, nb::handle v) { o.member = to_choice(v, #name, values); },            \
-        [](const SolverOptions& o) -> nb::object { return nb::str(solver::to_string(o.member)); }     \
+#define KNOT_OPT_CHOICE(name, member, values)                                                       \
+  OptionField {                                                                                     \
+#name, [](SolverOptions& o, nb::handle v) { o.member = to_choice(v, #name, values); },            \
+        [](const SolverOptions& o) -> nb::object { return nb::str(solver::to_string(o.member)); } \
   }
 
 const std::array kOptionFields{
@@ -309,7 +308,7 @@ struct PySolver {
   PySolver(const Problem& problem, const SolverOptions& options) : solver(problem, options) {}
 
   solver::Solver solver;
-  nb::object callback;                          // None, or callable(row: dict, iteration: int)
+  nb::object callback;                             // None, or callable(row: dict, iteration: int)
   std::optional<nb::python_error> callback_error;  // raised by the callback; re-raised by solve()
   std::atomic<bool> busy{false};
 
@@ -502,17 +501,23 @@ NB_MODULE(_knot, m) {
       .value("NumericalError", Status::NumericalError, "NaN or Inf, a failed integrator, regularization exhausted")
       .value("LineSearchFailed", Status::LineSearchFailed, "no step length decreased the merit function")
       .value("Interrupted", Status::Interrupted, "the iteration callback stopped the solve")
-      .def_prop_ro("message", [](Status s) { return solver::describe(s); }, "One line explaining the status.")
-      .def_prop_ro("label", [](Status s) { return solver::to_string(s); },
-                   "The CLI's and the JSON report's spelling ('solved', 'max_iterations', ...).")
-      .def_prop_ro("solved", [](Status s) { return solver::is_solved(s); },
-                   "True for Solved and SolvedAcceptable: the iterate is an optimum to the stated precision.");
+      .def_prop_ro(
+          "message", [](Status s) { return solver::describe(s); }, "One line explaining the status.")
+      .def_prop_ro(
+          "label", [](Status s) { return solver::to_string(s); },
+          "The CLI's and the JSON report's spelling ('solved', 'max_iterations', ...).")
+      .def_prop_ro(
+          "solved", [](Status s) { return solver::is_solved(s); },
+          "True for Solved and SolvedAcceptable: the iterate is an optimum to the stated precision.");
 
-  m.def("option_names", [] {
-    std::vector<std::string> names;
-    for (const OptionField& f : kOptionFields) names.emplace_back(f.name);
-    return names;
-  }, "The keyword options of Solver and ClosedLoop (the fields of the C++ SolverOptions; the LQ ones flat).");
+  m.def(
+      "option_names",
+      [] {
+        std::vector<std::string> names;
+        for (const OptionField& f : kOptionFields) names.emplace_back(f.name);
+        return names;
+      },
+      "The keyword options of Solver and ClosedLoop (the fields of the C++ SolverOptions; the LQ ones flat).");
 
   nb::class_<Problem>(m, "Problem",
                       "A discretized optimal control problem, as load() reads it from a problem file. Solvers copy "
@@ -522,87 +527,124 @@ NB_MODULE(_knot, m) {
       .def_ro("source", &Problem::source, "The problem file; empty when built otherwise.")
       .def_prop_ro("nx", &Problem::nx, "States per knot.")
       .def_prop_ro("nu", &Problem::nu, "Controls per knot.")
-      .def_prop_ro("N", [](const Problem& p) { return p.horizon.N; }, "Intervals of the horizon (knots 0..N).")
-      .def_prop_ro("dt", [](const Problem& p) { return p.horizon.dt; }, "Seconds per interval.")
-      .def_prop_ro("x0", [](const Problem& p) { return copy_vector(p.x0); }, "The initial state (a copy).")
+      .def_prop_ro(
+          "N", [](const Problem& p) { return p.horizon.N; }, "Intervals of the horizon (knots 0..N).")
+      .def_prop_ro(
+          "dt", [](const Problem& p) { return p.horizon.dt; }, "Seconds per interval.")
+      .def_prop_ro(
+          "x0", [](const Problem& p) { return copy_vector(p.x0); }, "The initial state (a copy).")
       .def_prop_ro("state_names", &state_names)
       .def_prop_ro("control_names", &control_names)
-      .def_prop_ro("cost_names", [](const Problem& p) {
-        std::vector<std::string> out;
-        for (const auto& c : p.costs) out.push_back(c ? c->info().name : "");
-        return out;
-      }, "The cost terms' names, which set_reference() takes.")
-      .def("reference", [](const Problem& p, const std::string& cost) -> nb::object {
-        for (const auto& c : p.costs)
-          if (c && c->info().name == cost) {
-            const problems::Reference* r = c->reference();
-            if (!r) return nb::none();
-            return copy_array(r->values.data(), {static_cast<std::size_t>(r->rows()), static_cast<std::size_t>(r->dim)});
-          }
-        throw nb::value_error(("reference: no cost named '" + cost + "'").c_str());
-      }, nb::sig("def reference(self, cost: str) -> numpy.typing.NDArray[numpy.float64] | None"), "cost"_a, "The reference of the cost named `cost` (rows, dim), a copy; None for a cost without one.")
-      .def_prop_ro("frame_names", [](const Problem& p) {
-        std::vector<std::string> out;
-        if (const problems::Kinematics* k = p.model ? p.model->kinematics() : nullptr)
-          for (int f = 0; f < k->frame_count(); ++f) out.push_back(k->frame_name(f));
-        return out;
-      }, "The model's frames (URDF links); empty for a model without kinematics.")
-      .def("frame_positions", [](const Problem& p, nb::handle x, nb::object frame) {
-        const problems::Kinematics* k = p.model ? p.model->kinematics() : nullptr;
-        if (!k) throw nb::value_error(("frame_positions: the model '" + std::string(p.model ? p.model->type() : "") +
-                                       "' has no kinematics").c_str());
-        int f = k->default_frame();
-        if (!frame.is_none()) {
-          const std::string name = nb::cast<std::string>(frame);
-          const std::optional<int> found = k->frame_index(name);
-          if (!found) throw nb::value_error(("frame_positions: no frame named '" + name + "'").c_str());
-          f = *found;
-        }
-        nb::object arr = nb::module_::import_("numpy").attr("asarray")(x);
-        const long rows = nb::cast<long>(arr.attr("ndim")) == 2 ? nb::cast<long>(arr.attr("shape")[0]) : -1;
-        FloatArray a = as_float_array(arr, "frame_positions: x", {rows < 0 ? 0 : rows, p.nx()});
-        std::unique_ptr<problems::ModelData> data = p.model->make_data();
-        std::vector<double> out(static_cast<std::size_t>(rows) * 3);
-        for (long i = 0; i < rows; ++i)
-          k->frame_position(*data, a.data + i * p.nx(), f, {0, 0, 0}, out.data() + i * 3, nullptr);
-        return copy_array(out.data(), {static_cast<std::size_t>(rows), 3});
-      }, nb::sig("def frame_positions(self, x: numpy.typing.ArrayLike, frame: str | None = None) -> numpy.typing.NDArray[numpy.float64]"), "x"_a, "frame"_a = nb::none(),
-           "World positions (rows, 3) of a frame's origin at each state row of x (rows, nx): the end effector "
-           "(the model's ee_frame) unless `frame` names another. ValueError without kinematics.")
-      .def("describe", [](const Problem& p) { return problems::describe(p); },
-           "The resolved problem as `knot check` prints it.")
+      .def_prop_ro(
+          "cost_names",
+          [](const Problem& p) {
+            std::vector<std::string> out;
+            for (const auto& c : p.costs) out.push_back(c ? c->info().name : "");
+            return out;
+          },
+          "The cost terms' names, which set_reference() takes.")
+      .def(
+          "reference",
+          [](const Problem& p, const std::string& cost) -> nb::object {
+            for (const auto& c : p.costs)
+              if (c && c->info().name == cost) {
+                const problems::Reference* r = c->reference();
+                if (!r) return nb::none();
+                return copy_array(r->values.data(),
+                                  {static_cast<std::size_t>(r->rows()), static_cast<std::size_t>(r->dim)});
+              }
+            throw nb::value_error(("reference: no cost named '" + cost + "'").c_str());
+          },
+          nb::sig("def reference(self, cost: str) -> numpy.typing.NDArray[numpy.float64] | None"), "cost"_a,
+          "The reference of the cost named `cost` (rows, dim), a copy; None for a cost without one.")
+      .def_prop_ro(
+          "frame_names",
+          [](const Problem& p) {
+            std::vector<std::string> out;
+            if (const problems::Kinematics* k = p.model ? p.model->kinematics() : nullptr)
+              for (int f = 0; f < k->frame_count(); ++f) out.push_back(k->frame_name(f));
+            return out;
+          },
+          "The model's frames (URDF links); empty for a model without kinematics.")
+      .def(
+          "frame_positions",
+          [](const Problem& p, nb::handle x, nb::object frame) {
+            const problems::Kinematics* k = p.model ? p.model->kinematics() : nullptr;
+            if (!k)
+              throw nb::value_error(
+                  ("frame_positions: the model '" + std::string(p.model ? p.model->type() : "") + "' has no kinematics")
+                      .c_str());
+            int f = k->default_frame();
+            if (!frame.is_none()) {
+              const std::string name = nb::cast<std::string>(frame);
+              const std::optional<int> found = k->frame_index(name);
+              if (!found) throw nb::value_error(("frame_positions: no frame named '" + name + "'").c_str());
+              f = *found;
+            }
+            nb::object arr = nb::module_::import_("numpy").attr("asarray")(x);
+            const long rows = nb::cast<long>(arr.attr("ndim")) == 2 ? nb::cast<long>(arr.attr("shape")[0]) : -1;
+            FloatArray a = as_float_array(arr, "frame_positions: x", {rows < 0 ? 0 : rows, p.nx()});
+            std::unique_ptr<problems::ModelData> data = p.model->make_data();
+            std::vector<double> out(static_cast<std::size_t>(rows) * 3);
+            for (long i = 0; i < rows; ++i)
+              k->frame_position(*data, a.data + i * p.nx(), f, {0, 0, 0}, out.data() + i * 3, nullptr);
+            return copy_array(out.data(), {static_cast<std::size_t>(rows), 3});
+          },
+          nb::sig("def frame_positions(self, x: numpy.typing.ArrayLike, frame: str | None = None) -> "
+                  "numpy.typing.NDArray[numpy.float64]"),
+          "x"_a, "frame"_a = nb::none(),
+          "World positions (rows, 3) of a frame's origin at each state row of x (rows, nx): the end effector "
+          "(the model's ee_frame) unless `frame` names another. ValueError without kinematics.")
+      .def(
+          "describe", [](const Problem& p) { return problems::describe(p); },
+          "The resolved problem as `knot check` prints it.")
       .def("__repr__", [](const Problem& p) {
         return "<knot.Problem '" + p.name + "' nx=" + std::to_string(p.nx()) + " nu=" + std::to_string(p.nu()) +
                " N=" + std::to_string(p.horizon.N) + ">";
       });
 
-  m.def("_load", [](const std::string& path, const std::vector<std::string>& overrides) {
-    return problems::load_problem(path, overrides);
-  }, "path"_a, "overrides"_a);
-  m.def("_load_string", [](const std::string& yaml, const std::string& name, const std::string& base_dir,
-                           const std::vector<std::string>& overrides) {
-    return problems::load_problem_from_string(yaml, name, base_dir, overrides);
-  }, "yaml"_a, "name"_a, "base_dir"_a, "overrides"_a);
+  m.def(
+      "_load",
+      [](const std::string& path, const std::vector<std::string>& overrides) {
+        return problems::load_problem(path, overrides);
+      },
+      "path"_a, "overrides"_a);
+  m.def(
+      "_load_string",
+      [](const std::string& yaml, const std::string& name, const std::string& base_dir,
+         const std::vector<std::string>& overrides) {
+        return problems::load_problem_from_string(yaml, name, base_dir, overrides);
+      },
+      "yaml"_a, "name"_a, "base_dir"_a, "overrides"_a);
 
   nb::class_<PySolution>(m, "Solution",
                          "The solver's current iterate. Its arrays view the Solver's memory without copying: "
                          "read-only, they change with every solve(), step(), shift() or set_initial_guess(), "
                          "and keep the Solver alive. np.array(a) takes a copy.")
-      .def_prop_ro("x", [](const PySolution& s) { return s.rows(s.sol->x, s.sol->N + 1, s.sol->nx); },
-                   "States, shape (N+1, nx).", KNOT_ARRAY_POLICY)
-      .def_prop_ro("u", [](const PySolution& s) { return s.rows(s.sol->u, s.sol->N, s.sol->nu); },
-                   "Controls, shape (N, nu).", KNOT_ARRAY_POLICY)
-      .def_prop_ro("lambda_", [](const PySolution& s) { return s.rows(s.sol->lambda, s.sol->N + 1, s.sol->nx); },
-                   "Dynamics multipliers (costates), shape (N+1, nx).", KNOT_ARRAY_POLICY)
-      .def_prop_ro("z", [](const PySolution& s) { return s.flat(s.sol->z); }, "Inequality duals, flat.", KNOT_ARRAY_POLICY)
-      .def_prop_ro("s", [](const PySolution& s) { return s.flat(s.sol->s); }, "Inequality slacks, flat.", KNOT_ARRAY_POLICY)
-      .def_prop_ro("y", [](const PySolution& s) { return s.flat(s.sol->y); }, "Equality multipliers, flat.", KNOT_ARRAY_POLICY)
-      .def_prop_ro("cost", [](const PySolution& s) { return s.sol->cost; }, "The objective at x, u.")
-      .def_prop_ro("mu", [](const PySolution& s) { return s.sol->mu; }, "The barrier parameter at the end.")
+      .def_prop_ro(
+          "x", [](const PySolution& s) { return s.rows(s.sol->x, s.sol->N + 1, s.sol->nx); },
+          "States, shape (N+1, nx).", KNOT_ARRAY_POLICY)
+      .def_prop_ro(
+          "u", [](const PySolution& s) { return s.rows(s.sol->u, s.sol->N, s.sol->nu); }, "Controls, shape (N, nu).",
+          KNOT_ARRAY_POLICY)
+      .def_prop_ro(
+          "lambda_", [](const PySolution& s) { return s.rows(s.sol->lambda, s.sol->N + 1, s.sol->nx); },
+          "Dynamics multipliers (costates), shape (N+1, nx).", KNOT_ARRAY_POLICY)
+      .def_prop_ro(
+          "z", [](const PySolution& s) { return s.flat(s.sol->z); }, "Inequality duals, flat.", KNOT_ARRAY_POLICY)
+      .def_prop_ro(
+          "s", [](const PySolution& s) { return s.flat(s.sol->s); }, "Inequality slacks, flat.", KNOT_ARRAY_POLICY)
+      .def_prop_ro(
+          "y", [](const PySolution& s) { return s.flat(s.sol->y); }, "Equality multipliers, flat.", KNOT_ARRAY_POLICY)
+      .def_prop_ro(
+          "cost", [](const PySolution& s) { return s.sol->cost; }, "The objective at x, u.")
+      .def_prop_ro(
+          "mu", [](const PySolution& s) { return s.sol->mu; }, "The barrier parameter at the end.")
       .def_prop_ro("status", [](const PySolution& s) { return s.sol->status; })
       .def_prop_ro("iterations", [](const PySolution& s) { return s.sol->iterations; })
-      .def_prop_ro("message", [](const PySolution& s) { return std::string(s.sol->message()); },
-                   "The status's explanation with its detail ('... at knot 12').");
+      .def_prop_ro(
+          "message", [](const PySolution& s) { return std::string(s.sol->message()); },
+          "The status's explanation with its detail ('... at knot 12').");
 
   nb::class_<PySolver>(m, "Solver", nb::type_slots(solver_slots), nb::is_weak_referenceable(),
                        "Knot's SQP solver for a Problem. Options start from the problem file's solver: section; "
@@ -610,118 +652,165 @@ NB_MODULE(_knot, m) {
                        "linsys, hessian, globalization and preconditioner take their problem-file spelling). "
                        "An unknown keyword is a TypeError, an invalid value a ValueError, a problem the solver "
                        "cannot treat a knot.Error. Everything is allocated here; solve() allocates nothing.")
-      .def("__init__", [](PySolver* self, const Problem& problem, nb::kwargs kwargs) {
-        new (self) PySolver(problem, make_options(problem, kwargs, "Solver"));
-      }, "problem"_a, "kwargs"_a)
-      .def("solve", [](PySolver& s) { return s.run([&] { return s.solver.solve(); }); },
-           "Iterates from the current point (the default guess, a given one, or the previous solution) to "
-           "convergence, max_iter or time_limit; returns the Status. Releases the GIL.")
-      .def("step", [](PySolver& s, int iterations) { return s.run([&] { return s.solver.step(iterations); }); },
-           "iterations"_a = 1,
-           "Real-time iterations: at most `iterations` SQP steps, returning after the last (MaxIterations), "
-           "or Solved without a step when the iterate already converged. Releases the GIL.")
-      .def("set_initial_state", [](PySolver& s, nb::handle x0) {
-        FloatArray a = as_float_array(x0, "set_initial_state: x0", {s.solver.nx()});
-        s.solver.set_initial_state({a.data, a.size});
-      }, nb::sig("def set_initial_state(self, x0: numpy.typing.ArrayLike) -> None"), "x0"_a, "The initial state of the next solve: nx values. A NaN makes that solve end NumericalError.")
-      .def("set_reference", [](PySolver& s, const std::string& cost, nb::handle ref) {
-        nb::object arr = nb::module_::import_("numpy").attr("asarray")(ref);
-        const long ndim = nb::cast<long>(arr.attr("ndim"));
-        if (ndim != 1 && ndim != 2)
-          throw nb::value_error(("set_reference: expected a row (dim,) or one row per knot (rows, dim), found " +
-                                 std::to_string(ndim) + " dimensions").c_str());
-        std::vector<long> shape;
-        for (nb::handle d : nb::cast<nb::tuple>(arr.attr("shape"))) shape.push_back(nb::cast<long>(d));
-        FloatArray a = as_float_array(arr, "set_reference: ref", shape);
-        std::vector<double> values(a.data, a.data + a.size);
-        s.solver.set_reference(cost, ndim == 1 ? problems::Reference::constant(std::move(values))
-                                               : problems::Reference::per_knot(static_cast<int>(shape[1]),
-                                                                               std::move(values)));
-      }, nb::sig("def set_reference(self, cost: str, ref: numpy.typing.ArrayLike) -> None"), "cost"_a, "ref"_a,
-           "Replaces what the cost named `cost` tracks: one row (dim,) for every knot, or one row per knot "
-           "(rows, dim), knots past the last row using the last. ValueError for an unknown cost or a wrong dim.")
-      .def("set_initial_guess", [](PySolver& s, nb::handle x, nb::handle u) {
-        const long N = s.solver.N();
-        FloatArray ax = as_float_array(x, "set_initial_guess: x", {N + 1, s.solver.nx()});
-        FloatArray au = as_float_array(u, "set_initial_guess: u", {N, s.solver.nu()});
-        s.solver.set_initial_guess({ax.data, ax.size}, {au.data, au.size});
-      }, nb::sig("def set_initial_guess(self, x: numpy.typing.ArrayLike, u: numpy.typing.ArrayLike) -> None"), "x"_a, "u"_a, "A cold start from x (N+1, nx) and u (N, nu): multipliers reset.")
-      .def("shift", [](PySolver& s) { s.solver.shift(); },
-           "Moves every knot's values one knot earlier (x_N and u_{N-1} stay): the next control step's warm start.")
-      .def("set_iteration_callback", [](PySolver& s, nb::object callback) {
-        Busy busy_guard(s.busy, "this Solver");
-        if (callback.is_none()) {
-          s.solver.set_iteration_callback(nullptr);
-          s.callback = nb::object();
-        } else {
-          if (!PyCallable_Check(callback.ptr())) throw nb::type_error("the iteration callback must be callable or None");
-          s.callback = callback;
-          s.solver.set_iteration_callback(&PySolver::trampoline, &s);
-        }
-      }, nb::sig("def set_iteration_callback(self, callback: typing.Callable[[dict, int], bool | None] | None) -> None"), "callback"_a.none(),
-           "callback(row: dict, iteration: int) is called once per row of stats.per_iteration as soon as it is "
-           "final, with the GIL held. Returning False stops the solve once the step under way is done (that "
-           "iterate is measured and reported too; then Interrupted, or Solved when it converged); None or True "
-           "continues. An exception in it stops the solve and is raised by "
-           "solve(). None removes it.")
-      .def_prop_ro("solution", [](nb::handle self) {
-        return PySolution{nb::borrow(self), &nb::cast<PySolver&>(self).solver.solution()};
-      }, "The current iterate; its arrays view the solver's memory.")
-      .def_prop_ro("status", [](const PySolver& s) { return s.solver.solution().status; },
-                   "The last solve's Status.")
-      .def_prop_ro("stats", [](const PySolver& s) { return stats_object(s.solver.stats()); },
-                   "What the last solve did, as plain Python objects (a copy): iterations, linsys, lq_solves, "
-                   "lq_iterations, regularized, restorations, max_regularization, time (seconds per phase: "
-                   "linearize, barrier, lq, step, line_search, convergence, total) and per_iteration (a list "
-                   "of dicts, row 0 the initial iterate).")
-      .def_prop_ro("options", [](const PySolver& s) { return options_dict(s.solver.options()); },
-                   "The options in use, as a dict of the keywords.")
-      .def_prop_ro("problem", [](const PySolver& s) { return s.solver.problem(); }, "A copy of the problem.")
+      .def(
+          "__init__",
+          [](PySolver* self, const Problem& problem, nb::kwargs kwargs) {
+            new (self) PySolver(problem, make_options(problem, kwargs, "Solver"));
+          },
+          "problem"_a, "kwargs"_a)
+      .def(
+          "solve", [](PySolver& s) { return s.run([&] { return s.solver.solve(); }); },
+          "Iterates from the current point (the default guess, a given one, or the previous solution) to "
+          "convergence, max_iter or time_limit; returns the Status. Releases the GIL.")
+      .def(
+          "step", [](PySolver& s, int iterations) { return s.run([&] { return s.solver.step(iterations); }); },
+          "iterations"_a = 1,
+          "Real-time iterations: at most `iterations` SQP steps, returning after the last (MaxIterations), "
+          "or Solved without a step when the iterate already converged. Releases the GIL.")
+      .def(
+          "set_initial_state",
+          [](PySolver& s, nb::handle x0) {
+            FloatArray a = as_float_array(x0, "set_initial_state: x0", {s.solver.nx()});
+            s.solver.set_initial_state({a.data, a.size});
+          },
+          nb::sig("def set_initial_state(self, x0: numpy.typing.ArrayLike) -> None"), "x0"_a,
+          "The initial state of the next solve: nx values. A NaN makes that solve end NumericalError.")
+      .def(
+          "set_reference",
+          [](PySolver& s, const std::string& cost, nb::handle ref) {
+            nb::object arr = nb::module_::import_("numpy").attr("asarray")(ref);
+            const long ndim = nb::cast<long>(arr.attr("ndim"));
+            if (ndim != 1 && ndim != 2)
+              throw nb::value_error(("set_reference: expected a row (dim,) or one row per knot (rows, dim), found " +
+                                     std::to_string(ndim) + " dimensions")
+                                        .c_str());
+            std::vector<long> shape;
+            for (nb::handle d : nb::cast<nb::tuple>(arr.attr("shape"))) shape.push_back(nb::cast<long>(d));
+            FloatArray a = as_float_array(arr, "set_reference: ref", shape);
+            std::vector<double> values(a.data, a.data + a.size);
+            s.solver.set_reference(
+                cost, ndim == 1 ? problems::Reference::constant(std::move(values))
+                                : problems::Reference::per_knot(static_cast<int>(shape[1]), std::move(values)));
+          },
+          nb::sig("def set_reference(self, cost: str, ref: numpy.typing.ArrayLike) -> None"), "cost"_a, "ref"_a,
+          "Replaces what the cost named `cost` tracks: one row (dim,) for every knot, or one row per knot "
+          "(rows, dim), knots past the last row using the last. ValueError for an unknown cost or a wrong dim.")
+      .def(
+          "set_initial_guess",
+          [](PySolver& s, nb::handle x, nb::handle u) {
+            const long N = s.solver.N();
+            FloatArray ax = as_float_array(x, "set_initial_guess: x", {N + 1, s.solver.nx()});
+            FloatArray au = as_float_array(u, "set_initial_guess: u", {N, s.solver.nu()});
+            s.solver.set_initial_guess({ax.data, ax.size}, {au.data, au.size});
+          },
+          nb::sig("def set_initial_guess(self, x: numpy.typing.ArrayLike, u: numpy.typing.ArrayLike) -> None"), "x"_a,
+          "u"_a, "A cold start from x (N+1, nx) and u (N, nu): multipliers reset.")
+      .def(
+          "shift", [](PySolver& s) { s.solver.shift(); },
+          "Moves every knot's values one knot earlier (x_N and u_{N-1} stay): the next control step's warm start.")
+      .def(
+          "set_iteration_callback",
+          [](PySolver& s, nb::object callback) {
+            Busy busy_guard(s.busy, "this Solver");
+            if (callback.is_none()) {
+              s.solver.set_iteration_callback(nullptr);
+              s.callback = nb::object();
+            } else {
+              if (!PyCallable_Check(callback.ptr()))
+                throw nb::type_error("the iteration callback must be callable or None");
+              s.callback = callback;
+              s.solver.set_iteration_callback(&PySolver::trampoline, &s);
+            }
+          },
+          nb::sig(
+              "def set_iteration_callback(self, callback: typing.Callable[[dict, int], bool | None] | None) -> None"),
+          "callback"_a.none(),
+          "callback(row: dict, iteration: int) is called once per row of stats.per_iteration as soon as it is "
+          "final, with the GIL held. Returning False stops the solve once the step under way is done (that "
+          "iterate is measured and reported too; then Interrupted, or Solved when it converged); None or True "
+          "continues. An exception in it stops the solve and is raised by "
+          "solve(). None removes it.")
+      .def_prop_ro(
+          "solution",
+          [](nb::handle self) {
+            return PySolution{nb::borrow(self), &nb::cast<PySolver&>(self).solver.solution()};
+          },
+          "The current iterate; its arrays view the solver's memory.")
+      .def_prop_ro(
+          "status", [](const PySolver& s) { return s.solver.solution().status; }, "The last solve's Status.")
+      .def_prop_ro(
+          "stats", [](const PySolver& s) { return stats_object(s.solver.stats()); },
+          "What the last solve did, as plain Python objects (a copy): iterations, linsys, lq_solves, "
+          "lq_iterations, regularized, restorations, max_regularization, time (seconds per phase: "
+          "linearize, barrier, lq, step, line_search, convergence, total) and per_iteration (a list "
+          "of dicts, row 0 the initial iterate).")
+      .def_prop_ro(
+          "options", [](const PySolver& s) { return options_dict(s.solver.options()); },
+          "The options in use, as a dict of the keywords.")
+      .def_prop_ro(
+          "problem", [](const PySolver& s) { return s.solver.problem(); }, "A copy of the problem.")
       .def_prop_ro("nx", [](const PySolver& s) { return s.solver.nx(); })
       .def_prop_ro("nu", [](const PySolver& s) { return s.solver.nu(); })
       .def_prop_ro("N", [](const PySolver& s) { return s.solver.N(); })
-      .def_prop_ro("bytes_allocated", [](const PySolver& s) { return s.solver.bytes_allocated(); },
-                   "Heap bytes allocated at construction.")
+      .def_prop_ro(
+          "bytes_allocated", [](const PySolver& s) { return s.solver.bytes_allocated(); },
+          "Heap bytes allocated at construction.")
       .def("__repr__", [](const PySolver& s) {
-        return "<knot.Solver '" + s.solver.problem().name + "' status=" + solver::to_string(s.solver.solution().status) +
-               ">";
+        return "<knot.Solver '" + s.solver.problem().name +
+               "' status=" + solver::to_string(s.solver.solution().status) + ">";
       });
 
-  m.def("_time_solve", [](PySolver& s, int calls) {
-    Busy busy_guard(s.busy, "this Solver");
-    nb::gil_scoped_release release;
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < calls; ++i) s.solver.solve();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / std::max(calls, 1);
-  }, "solver"_a, "calls"_a,
-        "Seconds per call of `calls` solve() calls timed in C++, for the binding's overhead (scripts/bench_python.py).");
+  m.def(
+      "_time_solve",
+      [](PySolver& s, int calls) {
+        Busy busy_guard(s.busy, "this Solver");
+        nb::gil_scoped_release release;
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < calls; ++i) s.solver.solve();
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / std::max(calls, 1);
+      },
+      "solver"_a, "calls"_a,
+      "Seconds per call of `calls` solve() calls timed in C++, for the binding's overhead (scripts/bench_python.py).");
 
   nb::class_<PyClosedLoop>(m, "ClosedLoop",
                            "The problem file's mpc: section run as a closed loop: the solver drives a simulated "
                            "plant (noise, disturbances, moving references; docs/mpc.md). Keywords as Solver's.")
-      .def("__init__", [](PyClosedLoop* self, const Problem& problem, nb::kwargs kwargs) {
-        new (self) PyClosedLoop(problem, make_options(problem, kwargs, "ClosedLoop"));
-      }, "problem"_a, "kwargs"_a)
-      .def("run", [](PyClosedLoop& c) {
-        Busy busy_guard(c.busy, "this ClosedLoop");
-        nb::gil_scoped_release release;
-        c.loop.run();
-      }, "Runs the remaining steps. Releases the GIL.")
-      .def("step", [](PyClosedLoop& c) {
-        Busy busy_guard(c.busy, "this ClosedLoop");
-        nb::gil_scoped_release release;
-        return c.loop.step();
-      }, "One control step; False (nothing done) once every step is done. Releases the GIL.")
+      .def(
+          "__init__",
+          [](PyClosedLoop* self, const Problem& problem, nb::kwargs kwargs) {
+            new (self) PyClosedLoop(problem, make_options(problem, kwargs, "ClosedLoop"));
+          },
+          "problem"_a, "kwargs"_a)
+      .def(
+          "run",
+          [](PyClosedLoop& c) {
+            Busy busy_guard(c.busy, "this ClosedLoop");
+            nb::gil_scoped_release release;
+            c.loop.run();
+          },
+          "Runs the remaining steps. Releases the GIL.")
+      .def(
+          "step",
+          [](PyClosedLoop& c) {
+            Busy busy_guard(c.busy, "this ClosedLoop");
+            nb::gil_scoped_release release;
+            return c.loop.step();
+          },
+          "One control step; False (nothing done) once every step is done. Releases the GIL.")
       .def_prop_ro("steps", [](const PyClosedLoop& c) { return c.loop.steps(); })
       .def_prop_ro("steps_done", [](const PyClosedLoop& c) { return c.loop.steps_done(); })
-      .def_prop_ro("period", [](const PyClosedLoop& c) { return c.loop.period(); }, "The control period, seconds.")
-      .def_prop_ro("ee_frame", [](const PyClosedLoop& c) { return c.loop.ee_frame(); },
-                   "The end-effector frame recorded in record.ee (-1 when the model has no kinematics).")
-      .def_prop_ro("record", [](const PyClosedLoop& c) { return record_object(c.loop); },
-                   "The steps done so far (copies): time (K+1), x (K+1, nx) the plant state before each control, "
-                   "u (K, nu), x_ref, ee and ee_ref (K+1, 3; empty without kinematics), solve_time, status, "
-                   "iterations, deadline_miss, failed.")
-      .def("summary", [](const PyClosedLoop& c) { return summary_object(c.loop.summary()); },
-           "Tracking errors, constraint violation, solve-time percentiles, statuses and closed-loop cost of the "
-           "steps done.");
+      .def_prop_ro(
+          "period", [](const PyClosedLoop& c) { return c.loop.period(); }, "The control period, seconds.")
+      .def_prop_ro(
+          "ee_frame", [](const PyClosedLoop& c) { return c.loop.ee_frame(); },
+          "The end-effector frame recorded in record.ee (-1 when the model has no kinematics).")
+      .def_prop_ro(
+          "record", [](const PyClosedLoop& c) { return record_object(c.loop); },
+          "The steps done so far (copies): time (K+1), x (K+1, nx) the plant state before each control, "
+          "u (K, nu), x_ref, ee and ee_ref (K+1, 3; empty without kinematics), solve_time, status, "
+          "iterations, deadline_miss, failed.")
+      .def(
+          "summary", [](const PyClosedLoop& c) { return summary_object(c.loop.summary()); },
+          "Tracking errors, constraint violation, solve-time percentiles, statuses and closed-loop cost of the "
+          "steps done.");
 }
