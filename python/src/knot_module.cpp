@@ -706,6 +706,39 @@ NB_MODULE(_knot, m) {
           nb::sig("def set_initial_guess(self, x: numpy.typing.ArrayLike, u: numpy.typing.ArrayLike) -> None"), "x"_a,
           "u"_a, "A cold start from x (N+1, nx) and u (N, nu): multipliers reset.")
       .def(
+          "set_warm_start",
+          [](PySolver& s, nb::handle x, nb::handle u, nb::handle lambda_, nb::handle z, nb::handle sl, nb::handle y,
+             double mu) {
+            const long N = s.solver.N(), nx = s.solver.nx();
+            const solver::Solution& sol = s.solver.solution();
+            const auto values = [](nb::handle a, const std::string& what, const std::vector<long>& shape) {
+              FloatArray f = as_float_array(a, what, shape);
+              return std::vector<double>(f.data, f.data + f.size);
+            };
+            problems::InitialGuess g;
+            g.x = values(x, "set_warm_start: x", {N + 1, nx});
+            g.u = values(u, "set_warm_start: u", {N, s.solver.nu()});
+            // Multipliers only together, as the C++ call takes them; their sizes are the solution's.
+            if (!lambda_.is_none()) {
+              g.lambda = values(lambda_, "set_warm_start: lambda_", {N + 1, nx});
+              if (!z.is_none()) g.z = values(z, "set_warm_start: z", {static_cast<long>(sol.z.size())});
+              if (!sl.is_none()) g.s = values(sl, "set_warm_start: s", {static_cast<long>(sol.s.size())});
+              if (!y.is_none()) g.y = values(y, "set_warm_start: y", {static_cast<long>(sol.y.size())});
+              g.mu = mu;
+            }
+            s.solver.set_warm_start(g);
+          },
+          nb::sig("def set_warm_start(self, x: numpy.typing.ArrayLike, u: numpy.typing.ArrayLike, "
+                  "lambda_: numpy.typing.ArrayLike | None = None, z: numpy.typing.ArrayLike | None = None, "
+                  "s: numpy.typing.ArrayLike | None = None, y: numpy.typing.ArrayLike | None = None, "
+                  "mu: float = 0.0) -> None"),
+          "x"_a, "u"_a, "lambda_"_a.none() = nb::none(), "z"_a.none() = nb::none(), "s"_a.none() = nb::none(),
+          "y"_a.none() = nb::none(), "mu"_a = 0.0,
+          "Starts the next solve from a stored plan (another solver's solution, say): x and u always; with "
+          "lambda_, z, s, y (z, s, y may be omitted where the problem has no such rows) and mu > 0 a warm start "
+          "that keeps them, otherwise a cold start as set_initial_guess. ValueError on other sizes, a non-positive "
+          "slack or dual.")
+      .def(
           "shift", [](PySolver& s) { s.solver.shift(); },
           "Moves every knot's values one knot earlier (x_N and u_{N-1} stay): the next control step's warm start.")
       .def(

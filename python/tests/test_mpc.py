@@ -79,3 +79,29 @@ def test_frame_positions_need_kinematics(cartpole_path):
 
     with pytest.raises(ValueError, match="no kinematics"):
         knot.load(cartpole_path).frame_positions(np.zeros((3, 4)))
+
+
+def test_a_warm_start_with_multipliers_needs_no_iteration(cartpole_path):
+    s = knot.Solver(knot.load(cartpole_path))
+    assert s.solve() == knot.Status.Solved
+    sol = s.solution
+    warm = knot.Solver(knot.load(cartpole_path))
+    warm.set_warm_start(sol.x, sol.u, sol.lambda_, sol.z, sol.s, sol.y, sol.mu)
+    assert warm.solve() == knot.Status.Solved and warm.solution.iterations == 0
+    assert warm.solution.cost == sol.cost
+    # Negative control: x and u alone are a cold start, which iterates.
+    cold = knot.Solver(knot.load(cartpole_path))
+    cold.set_warm_start(sol.x, sol.u)
+    assert cold.solve() == knot.Status.Solved and cold.solution.iterations > 0
+
+
+def test_a_warm_start_checks_its_sizes(cartpole_path):
+    import pytest
+
+    s = knot.Solver(knot.load(cartpole_path))
+    s.solve()
+    sol = s.solution
+    with pytest.raises(ValueError, match=r"z: expected shape"):
+        s.set_warm_start(sol.x, sol.u, sol.lambda_, np.ones(3), sol.s, sol.y, sol.mu)
+    with pytest.raises(ValueError):
+        s.set_warm_start(sol.x, sol.u, sol.lambda_, -np.ones_like(sol.z), sol.s, sol.y, sol.mu)
