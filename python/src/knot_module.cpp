@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cmath>
 #include <initializer_list>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -110,6 +111,8 @@ int to_int(nb::handle v, const char* name) {
         (std::string(name) + " must be an int, found " + std::string(Py_TYPE(v.ptr())->tp_name)).c_str());
   const long x = PyLong_AsLong(nb::steal(PyNumber_Index(v.ptr())).ptr());
   if (x == -1 && PyErr_Occurred()) throw nb::python_error();
+  if (x < std::numeric_limits<int>::min() || x > std::numeric_limits<int>::max())
+    throw nb::value_error((std::string(name) + " is out of range, found " + std::to_string(x)).c_str());
   return static_cast<int>(x);
 }
 
@@ -288,8 +291,8 @@ nb::object stats_object(const solver::Stats& s) {
 
 // ---- the Solver
 
-// One solve at a time per object: a second thread (or a callback calling back) gets RuntimeError
-// instead of undefined behaviour.
+// One call that runs or changes a solver at a time per object: a second thread, or a callback calling
+// back, gets RuntimeError instead of a data race. Reads (solution, stats) stay open to the callback.
 class Busy {
  public:
   explicit Busy(std::atomic<bool>& flag, const char* what) : flag_(flag) {
@@ -582,8 +585,12 @@ NB_MODULE(_knot, m) {
               f = *found;
             }
             nb::object arr = nb::module_::import_("numpy").attr("asarray")(x);
-            const long rows = nb::cast<long>(arr.attr("ndim")) == 2 ? nb::cast<long>(arr.attr("shape")[0]) : -1;
-            FloatArray a = as_float_array(arr, "frame_positions: x", {rows < 0 ? 0 : rows, p.nx()});
+            if (nb::cast<long>(arr.attr("ndim")) != 2)
+              throw nb::value_error(("frame_positions: x: expected shape (rows, " + std::to_string(p.nx()) +
+                                     "), found " + std::to_string(nb::cast<long>(arr.attr("ndim"))) + " dimensions")
+                                        .c_str());
+            const long rows = nb::cast<long>(arr.attr("shape")[0]);
+            FloatArray a = as_float_array(arr, "frame_positions: x", {rows, p.nx()});
             std::unique_ptr<problems::ModelData> data = p.model->make_data();
             std::vector<double> out(static_cast<std::size_t>(rows) * 3);
             for (long i = 0; i < rows; ++i)
@@ -670,6 +677,7 @@ NB_MODULE(_knot, m) {
       .def(
           "set_initial_state",
           [](PySolver& s, nb::handle x0) {
+            Busy busy_guard(s.busy, "this Solver");
             FloatArray a = as_float_array(x0, "set_initial_state: x0", {s.solver.nx()});
             s.solver.set_initial_state({a.data, a.size});
           },
@@ -678,6 +686,7 @@ NB_MODULE(_knot, m) {
       .def(
           "set_reference",
           [](PySolver& s, const std::string& cost, nb::handle ref) {
+            Busy busy_guard(s.busy, "this Solver");
             nb::object arr = nb::module_::import_("numpy").attr("asarray")(ref);
             const long ndim = nb::cast<long>(arr.attr("ndim"));
             if (ndim != 1 && ndim != 2)
@@ -698,6 +707,7 @@ NB_MODULE(_knot, m) {
       .def(
           "set_initial_guess",
           [](PySolver& s, nb::handle x, nb::handle u) {
+            Busy busy_guard(s.busy, "this Solver");
             const long N = s.solver.N();
             FloatArray ax = as_float_array(x, "set_initial_guess: x", {N + 1, s.solver.nx()});
             FloatArray au = as_float_array(u, "set_initial_guess: u", {N, s.solver.nu()});
@@ -709,6 +719,7 @@ NB_MODULE(_knot, m) {
           "set_warm_start",
           [](PySolver& s, nb::handle x, nb::handle u, nb::handle lambda_, nb::handle z, nb::handle sl, nb::handle y,
              double mu) {
+            Busy busy_guard(s.busy, "this Solver");
             const long N = s.solver.N(), nx = s.solver.nx();
             const solver::Solution& sol = s.solver.solution();
             const auto values = [](nb::handle a, const std::string& what, const std::vector<long>& shape) {
@@ -739,7 +750,11 @@ NB_MODULE(_knot, m) {
           "that keeps them, otherwise a cold start as set_initial_guess. ValueError on other sizes, a non-positive "
           "slack or dual.")
       .def(
-          "shift", [](PySolver& s) { s.solver.shift(); },
+          "shift",
+          [](PySolver& s) {
+            Busy busy_guard(s.busy, "this Solver");
+            s.solver.shift();
+          },
           "Moves every knot's values one knot earlier (x_N and u_{N-1} stay): the next control step's warm start.")
       .def(
           "set_iteration_callback",

@@ -51,6 +51,14 @@ def test_a_callback_cannot_reenter_its_solver(cartpole_path):
     s.set_iteration_callback(lambda row, i: s.solve())
     with pytest.raises(RuntimeError, match="running already"):
         s.solve()
+    s.set_iteration_callback(lambda row, i: s.set_initial_state([0, 0, 0, 0]))
+    with pytest.raises(RuntimeError, match="running already"):
+        s.solve()
+    # Reading is allowed: the callback sees the iterate as it stands.
+    costs = []
+    s.set_iteration_callback(lambda row, i: costs.append(s.solution.cost))
+    s.solve()
+    assert costs[-1] == s.solution.cost
     s.set_iteration_callback(None)  # also breaks the cycle solver -> lambda -> solver
 
 

@@ -79,6 +79,11 @@ def test_frame_positions_need_kinematics(cartpole_path):
 
     with pytest.raises(ValueError, match="no kinematics"):
         knot.load(cartpole_path).frame_positions(np.zeros((3, 4)))
+    arm = knot.load(ROOT / "configs" / "iiwa14_reach.yaml")
+    with pytest.raises(ValueError, match=r"expected shape \(rows, 14\), found 1 dimensions"):
+        arm.frame_positions(np.zeros(14))
+    with pytest.raises(ValueError, match="no frame named 'hand'"):
+        arm.frame_positions(np.zeros((1, 14)), frame="hand")
 
 
 def test_a_warm_start_with_multipliers_needs_no_iteration(cartpole_path):
