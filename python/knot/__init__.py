@@ -49,7 +49,9 @@ def _yaml_value(value: Any) -> str:
         value = value.tolist()
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_yaml_value(v) for v in value) + "]"
-    raise TypeError(f"override value {value!r}: expected a bool, number, str or a list of them")
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{k}: {_yaml_value(v)}" for k, v in value.items()) + "}"
+    raise TypeError(f"override value {value!r}: expected a bool, number, str, or a list or dict of them")
 
 
 def _overrides(set: Overrides) -> list[str]:

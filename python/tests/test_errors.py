@@ -36,6 +36,9 @@ def test_overrides_take_python_values(cartpole_path):
                                       "solver.verbose": False})
     assert list(p.x0) == [0.0, 3.0, 0.0, 0.0] and p.dt == 0.04
     assert knot.load(cartpole_path, set=["horizon.N=15"]).N == 15
+    assert knot.load(cartpole_path, set={"horizon": {"N": 16, "dt": 0.05, "integrator": "rk4"}}).N == 16
+    with pytest.raises(TypeError, match="override value"):
+        knot.load(cartpole_path, set={"horizon.N": object()})
 
 
 def test_options_are_checked(cartpole_path):
