@@ -1,0 +1,112 @@
+"""The MPC calls: step (real-time iteration), shift, set_reference, set_initial_guess; the closed loop."""
+
+import numpy as np
+
+import knot
+from conftest import ROOT
+
+
+def test_shift_moves_every_knot_one_earlier(cartpole_path):
+    s = knot.Solver(knot.load(cartpole_path))
+    s.solve()
+    x, u = np.array(s.solution.x), np.array(s.solution.u)
+    s.shift()
+    assert np.array_equal(s.solution.x[:-1], x[1:]) and np.array_equal(s.solution.x[-1], x[-1])
+    assert np.array_equal(s.solution.u[:-1], u[1:]) and np.array_equal(s.solution.u[-1], u[-1])
+
+
+def test_step_takes_real_time_iterations(cartpole_path):
+    s = knot.Solver(knot.load(cartpole_path))
+    assert s.step() == knot.Status.MaxIterations and s.solution.iterations == 1
+    assert s.step(3) == knot.Status.MaxIterations and s.solution.iterations == 3
+    s.solve()
+    assert s.step() == knot.Status.Solved and s.solution.iterations == 0  # converged: no step
+
+
+def test_set_reference_moves_the_optimum_and_back(cartpole_path):
+    s = knot.Solver(knot.load(cartpole_path))
+    s.solve()
+    cost, x = s.solution.cost, np.array(s.solution.x)
+    s.set_reference("state", [0.5, 0.0, 0.0, 0.0])
+    s.solve()
+    assert abs(s.solution.x[-1, 0] - 0.5) < abs(x[-1, 0] - 0.5)
+    per_knot = np.zeros((s.N + 1, 4))
+    s.set_reference("state", per_knot)
+    s.set_initial_guess(np.tile(s.problem.x0, (s.N + 1, 1)), np.zeros((s.N, 1)))
+    s.solve()
+    assert s.solution.cost == cost and np.array_equal(s.solution.x, x)
+
+
+def test_set_initial_guess_is_the_start(cartpole_path):
+    s = knot.Solver(knot.load(cartpole_path))
+    s.solve()
+    x, u = np.array(s.solution.x), np.array(s.solution.u)
+    fresh = knot.Solver(knot.load(cartpole_path))
+    fresh.set_initial_guess(x, u)
+    assert np.array_equal(fresh.solution.x, x) and np.array_equal(fresh.solution.u, u)
+
+
+def test_a_closed_loop_runs_and_reports():
+    loop = knot.ClosedLoop(knot.load(ROOT / "configs" / "cartpole_mpc.yaml"))
+    assert loop.steps_done == 0 and loop.steps > 0
+    assert loop.step() and loop.steps_done == 1
+    loop.run()
+    r = loop.record
+    assert r.steps == loop.steps and r.x.shape == (loop.steps + 1, 4) and r.u.shape == (loop.steps, 1)
+    assert len(r.status) == loop.steps and r.time[1] == loop.period
+    summary = loop.summary()
+    assert sum(summary.statuses.values()) == loop.steps and summary.failed_steps == 0
+    assert abs(r.x[-1, 1]) < 0.1  # swung up: theta back near 0
+    assert not loop.step()
+
+
+def test_frame_positions_match_the_closed_loops_end_effector():
+    # The closed loop records the plant's end effector in C++; the binding recomputes it from the
+    # recorded states (the plant model's kinematics are the problem's: only masses differ).
+    problem = knot.load(ROOT / "configs" / "iiwa14_mpc.yaml", set={"mpc.duration": 0.3125})
+    loop = knot.ClosedLoop(problem)
+    loop.run()
+    r = loop.record
+    frame = problem.frame_names[loop.ee_frame]
+    assert r.ee.shape == (21, 3)
+    assert np.array_equal(problem.frame_positions(r.x, frame=frame), r.ee)
+    # Negative control: another frame is elsewhere.
+    assert not np.allclose(problem.frame_positions(r.x, frame=problem.frame_names[1]), r.ee)
+
+
+def test_frame_positions_need_kinematics(cartpole_path):
+    import pytest
+
+    with pytest.raises(ValueError, match="no kinematics"):
+        knot.load(cartpole_path).frame_positions(np.zeros((3, 4)))
+    arm = knot.load(ROOT / "configs" / "iiwa14_reach.yaml")
+    with pytest.raises(ValueError, match=r"expected shape \(rows, 14\), found 1 dimensions"):
+        arm.frame_positions(np.zeros(14))
+    with pytest.raises(ValueError, match="no frame named 'hand'"):
+        arm.frame_positions(np.zeros((1, 14)), frame="hand")
+
+
+def test_a_warm_start_with_multipliers_needs_no_iteration(cartpole_path):
+    s = knot.Solver(knot.load(cartpole_path))
+    assert s.solve() == knot.Status.Solved
+    sol = s.solution
+    warm = knot.Solver(knot.load(cartpole_path))
+    warm.set_warm_start(sol.x, sol.u, sol.lambda_, sol.z, sol.s, sol.y, sol.mu)
+    assert warm.solve() == knot.Status.Solved and warm.solution.iterations == 0
+    assert warm.solution.cost == sol.cost
+    # Negative control: x and u alone are a cold start, which iterates.
+    cold = knot.Solver(knot.load(cartpole_path))
+    cold.set_warm_start(sol.x, sol.u)
+    assert cold.solve() == knot.Status.Solved and cold.solution.iterations > 0
+
+
+def test_a_warm_start_checks_its_sizes(cartpole_path):
+    import pytest
+
+    s = knot.Solver(knot.load(cartpole_path))
+    s.solve()
+    sol = s.solution
+    with pytest.raises(ValueError, match=r"z: expected shape"):
+        s.set_warm_start(sol.x, sol.u, sol.lambda_, np.ones(3), sol.s, sol.y, sol.mu)
+    with pytest.raises(ValueError):
+        s.set_warm_start(sol.x, sol.u, sol.lambda_, -np.ones_like(sol.z), sol.s, sol.y, sol.mu)
