@@ -51,6 +51,14 @@ class Kinematics {
   // column-major) is dp/dx when not null.
   virtual void frame_position(ModelData& data, const double* x, int frame, const std::array<double, 3>& offset,
                               double* p, double* J) const = 0;
+  // H += sum_k c_k d2p_k / dx2 (p as frame_position's, c three weights; H nx x nx, column-major,
+  // ld ldh), adding equal numbers to H(i, j) and H(j, i). false (the default) says the model has no
+  // second derivatives of its frames, and H is left untouched.
+  virtual bool add_frame_curvature(ModelData& /*data*/, const double* /*x*/, int /*frame*/,
+                                   const std::array<double, 3>& /*offset*/, const double* /*c*/, double* /*H*/,
+                                   int /*ldh*/) const {
+    return false;
+  }
 };
 
 // One value a model was built with, named as the problem file's model.params writes it: numbers

@@ -43,6 +43,7 @@
 #pragma once
 
 #include <cmath>
+#include <type_traits>
 
 #include "knot/linalg/config.hpp"
 #include "knot/linalg/dense/potrf.hpp"
@@ -281,19 +282,58 @@ KNOT_HD void rnea_sweeps(const RobotData& r, const T* qd, const T* qdd, T* tau, 
     }
 }
 
+// Plain floating-point scalars take linalg's kernels; any other scalar (a dual number carrying
+// derivatives, robot/second_order.hpp) takes the textbook loops below, which need only +, -, *, /,
+// sqrt and comparisons on the value.
+template <class T>
+inline constexpr bool kLinalgScalar = std::is_floating_point_v<T>;
+
 // Factors M, held in w.L, in place; 0 on success, else the failing pivot + 1.
 template <class T>
 KNOT_HD int factor_mass(int n, Workspace<T>& w) {
-  linalg::SerialGroup g;
-  return linalg::potrf(g, n, w.L, n);
+  if constexpr (kLinalgScalar<T>) {
+    linalg::SerialGroup g;
+    return linalg::potrf(g, n, w.L, n);
+  } else {
+    // Lower Cholesky by columns, L(i, j) at i + j n; the upper triangle is not read.
+    using std::sqrt;
+    T* L = w.L;
+    for (int j = 0; j < n; ++j) {
+      T d = L[j + j * n];
+      for (int k = 0; k < j; ++k) d -= L[j + k * n] * L[j + k * n];
+      if (!(d > T(0))) return j + 1;  // also catches NaN
+      const T s = sqrt(d);
+      L[j + j * n] = s;
+      for (int i = j + 1; i < n; ++i) {
+        T t = L[i + j * n];
+        for (int k = 0; k < j; ++k) t -= L[i + k * n] * L[j + k * n];
+        L[i + j * n] = t / s;
+      }
+    }
+    return 0;
+  }
 }
 
 // x <- M^-1 x with the factor in w.L.
 template <class T>
 KNOT_HD void solve_mass(int n, Workspace<T>& w, T* x) {
-  linalg::SerialGroup g;
-  linalg::trsv<linalg::Uplo::Lower, linalg::Trans::No>(g, n, w.L, n, x);
-  linalg::trsv<linalg::Uplo::Lower, linalg::Trans::Yes>(g, n, w.L, n, x);
+  if constexpr (kLinalgScalar<T>) {
+    linalg::SerialGroup g;
+    linalg::trsv<linalg::Uplo::Lower, linalg::Trans::No>(g, n, w.L, n, x);
+    linalg::trsv<linalg::Uplo::Lower, linalg::Trans::Yes>(g, n, w.L, n, x);
+  } else {
+    const T* L = w.L;
+    for (int i = 0; i < n; ++i) {  // L y = x
+      T t = x[i];
+      for (int k = 0; k < i; ++k) t -= L[i + k * n] * x[k];
+      x[i] = t / L[i + i * n];
+    }
+    for (int i = n - 1; i >= 0; --i) {  // L' x = y
+      T t = x[i];
+      for (int k = i + 1; k < n; ++k) t -= L[k + i * n] * x[k];
+      x[i] = t / L[i + i * n];
+    }
+  }
 }
 
 }  // namespace detail
