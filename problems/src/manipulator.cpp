@@ -109,24 +109,30 @@ void Manipulator::dynamics_jacobian(ModelData& data, const double* x, const doub
 
 // Sweep j0 / kW seeds direction j = j0 + k of w = (x, u) in tangent component k; component k of
 // A's and B's tangents is then d[A | B]/dw_j, and G(i, j) = lambda' d[A | B](:, i)/dw_j.
+//
+// f is affine in u (qdd = M^-1 (u - c), q' = qd), and so are the Euler step x + dt f and the
+// semi-implicit one (v+ = v + dt qdd, q+ = q + dt v+): their d2F/du2 is zero, and only the nx state
+// directions are seeded (two sweeps instead of three on the iiwa14). RK4's stage points move with u,
+// so it seeds all nx + nu.
 SecondOrderStatus Manipulator::step_hessian(ModelData& data, IntegratorType type, const double* x, const double* u,
                                             double dt, const double* lambda, double* H) const {
   const robot::RobotData& r = robot_.data;
   const int n = r.n, nx = 2 * n, nw = 3 * n;
+  const int nd = type == IntegratorType::Euler || type == IntegratorType::SemiImplicitEuler ? nx : nw;
   SecondOrderScratch& s = second_order(data);
   const auto jac = [&](const D* xs, const D* us, D* f, D* fx, D* fu) {
     manipulator_jacobian(r, s.ws, xs, us, f, fx, fu);
   };
   bool finite = true;
-  for (int j0 = 0; j0 < nw; j0 += kW) {
-    const int w = std::min(kW, nw - j0);
+  for (int j0 = 0; j0 < nd; j0 += kW) {
+    const int w = std::min(kW, nd - j0);
     for (int i = 0; i < nx; ++i) s.x[i] = D(x[i]);
     for (int i = 0; i < n; ++i) s.u[i] = D(u[i]);
     for (int k = 0; k < w; ++k) {
       const int j = j0 + k;
       (j < nx ? s.x[j] : s.u[j - nx]).d[k] = 1.0;
     }
-    if (!explicit_step_jacobian(type, false, nx, n, n, jac, s.x.data(), s.u.data(), dt, s.y.data(), s.A.data(),
+    if (!explicit_step_jacobian(type, false, nx, n, n, true, jac, s.x.data(), s.u.data(), dt, s.y.data(), s.A.data(),
                                 s.B.data(), s.work.data()))
       return SecondOrderStatus::Unsupported;
     for (int i = 0; i < nw; ++i) {
@@ -139,11 +145,18 @@ SecondOrderStatus Manipulator::step_hessian(ModelData& data, IntegratorType type
     }
     for (int i = 0; i < nx; ++i) finite = finite && std::isfinite(s.y[i].v);
   }
-  for (std::size_t e = 0; e < std::size_t(nw) * nw; ++e) {
-    finite = finite && std::isfinite(s.G[e]);
-    H[e] = 0.0;
+  for (std::size_t e = 0; e < std::size_t(nw) * nd; ++e) finite = finite && std::isfinite(s.G[e]);
+  for (std::size_t e = 0; e < std::size_t(nw) * nw; ++e) H[e] = 0.0;
+  // The seeded block averaged with its mirror; the rows of unseeded directions copied to their columns.
+  for (int j = 0; j < nd; ++j) {
+    H[j + std::size_t(j) * nw] = s.G[j + std::size_t(j) * nw];
+    for (int i = j + 1; i < nw; ++i) {
+      const double g = s.G[i + std::size_t(j) * nw];
+      const double v = i < nd ? 0.5 * (g + s.G[j + std::size_t(i) * nw]) : g;
+      H[i + std::size_t(j) * nw] = v;
+      H[j + std::size_t(i) * nw] = v;
+    }
   }
-  add_symmetrized(nw, s.G.data(), H, nw);
   return finite ? SecondOrderStatus::Ok : SecondOrderStatus::NonFinite;
 }
 

@@ -118,10 +118,11 @@ constexpr std::size_t explicit_step_jacobian_work(int n, int m) {
 // differentiates the Jacobians themselves: a model with analytic first derivatives gets its second
 // derivatives by forward mode over them (models/manipulator.hpp). jac(x, u, f, fx, fu) evaluates
 // the model and its Jacobians on S; work holds explicit_step_jacobian_work(n, m) scalars; y, A, B
-// may not alias x, u or work. Implicit schemes are not handled here (false).
+// may not alias x, u or work. velocity_rows states that f's first nq rows are x[nq..2 nq) (q' = v,
+// nx = 2 nq), so that their products are skipped. Implicit schemes are not handled here (false).
 template <class S, class Jac>
-bool explicit_step_jacobian(IntegratorType type, bool discrete, int n, int m, int nq, const Jac& jac, const S* x,
-                            const S* u, double dt, S* y, S* A, S* B, S* work) {
+bool explicit_step_jacobian(IntegratorType type, bool discrete, int n, int m, int nq, bool velocity_rows,
+                            const Jac& jac, const S* x, const S* u, double dt, S* y, S* A, S* B, S* work) {
   const std::size_t nn = std::size_t(n) * n, nm = std::size_t(n) * m;
   S* f = work;
   S* acc = f + n;
@@ -131,16 +132,19 @@ bool explicit_step_jacobian(IntegratorType type, bool discrete, int n, int m, in
   S* fu = Kx + nn;
   S* Su = fu + nm;
   S* Ku = Su + nm;
-  // K = fx [Sx | Su] + [0 | fu].
+  // K = fx [Sx | Su] + [0 | fu]. With velocity_rows, rows i < nq of f are x[nq + i] (q' = v):
+  // their rows of K are S's velocity rows, copied (the product with [0 I | 0] gives the same).
+  const int r0 = velocity_rows ? nq : 0;
   const auto chain = [&](const S* sx, const S* su) {
     for (int j = 0; j < n + m; ++j) {
       const S* sj = j < n ? sx + std::size_t(j) * n : su + std::size_t(j - n) * n;
       S* kj = j < n ? Kx + std::size_t(j) * n : Ku + std::size_t(j - n) * n;
-      for (int i = 0; i < n; ++i) kj[i] = j < n ? S(0.0) : fu[i + std::size_t(j - n) * n];
+      for (int i = 0; i < r0; ++i) kj[i] = sj[nq + i];
+      for (int i = r0; i < n; ++i) kj[i] = j < n ? S(0.0) : fu[i + std::size_t(j - n) * n];
       for (int l = 0; l < n; ++l) {
         const S b = sj[l];
         const S* fl = fx + std::size_t(l) * n;
-        for (int i = 0; i < n; ++i) kj[i] += fl[i] * b;
+        for (int i = r0; i < n; ++i) kj[i] += fl[i] * b;
       }
     }
   };
