@@ -105,8 +105,9 @@ class Model {
 
   // H = sum_i lambda_i d2F_i / dw2 (nw x nw, nw = nx + nu, column-major), the curvature of
   // lambda' F(x, u) in w = (x, u) for one step F of the explicit scheme `type` (integrator.hpp)
-  // with step dt, by second-order forward mode: exact to rounding, with H(i, j) and H(j, i) one
-  // number. Unsupported (the default, and for implicit schemes) leaves H untouched.
+  // with step dt, by forward mode (second order on a scalar template, model_adapter.hpp; over the
+  // analytic first derivatives for the manipulator): exact to rounding, with H(i, j) and H(j, i)
+  // one number. Unsupported (the default, and for implicit schemes) leaves H untouched.
   virtual SecondOrderStatus step_hessian(ModelData& /*data*/, IntegratorType /*type*/, const double* /*x*/,
                                          const double* /*u*/, double /*dt*/, const double* /*lambda*/,
                                          double* /*H*/) const {
