@@ -216,8 +216,8 @@ void EndEffectorHeight::jacobian(const StagePoint& p, double* g, double* gx, dou
 bool EndEffectorHeight::add_curvature(const StagePoint& p, const double* mult, double* H, int ldh) const {
   if (p.data == nullptr) fail(info_, type(), "evaluated without model data");
   const double c[3] = {0.0, 0.0, -mult[0]};
-  return model_->kinematics()->add_frame_curvature(*p.data, need(p.x, info_, type(), "a state"), frame_, offset_, c,
-                                                   H, ldh);
+  return model_->kinematics()->add_frame_curvature(*p.data, need(p.x, info_, type(), "a state"), frame_, offset_, c, H,
+                                                   ldh);
 }
 
 // ---- EndEffectorBox ----
@@ -273,8 +273,8 @@ bool EndEffectorBox::add_curvature(const StagePoint& p, const double* mult, doub
     const int a = std::abs(rows_[r]) - 1;
     c[a] += rows_[r] > 0 ? mult[r] : -mult[r];
   }
-  return model_->kinematics()->add_frame_curvature(*p.data, need(p.x, info_, type(), "a state"), frame_, offset_, c,
-                                                   H, ldh);
+  return model_->kinematics()->add_frame_curvature(*p.data, need(p.x, info_, type(), "a state"), frame_, offset_, c, H,
+                                                   ldh);
 }
 
 // ---- StateEquality ----

@@ -223,7 +223,7 @@ bool Manipulator::add_frame_curvature(ModelData& data, const double* x, int fram
   for (int k = 0; k < 3; ++k)
     in_body[k] = D(f.p[k] + f.R[k] * offset[0] + f.R[k + 3] * offset[1] + f.R[k + 6] * offset[2]);
   D* q = s.x.data();
-  D* J = s.A.data();  // 3 x n, ld 3 (A holds (2n)^2 >= 3 n duals)
+  D* J = s.A.data();       // 3 x n, ld 3 (A holds (2n)^2 >= 3 n duals)
   double* G = s.G.data();  // n x n, ld n
   for (int j0 = 0; j0 < n; j0 += kW) {
     const int w = std::min(kW, n - j0);

@@ -143,16 +143,14 @@ auto step_gradient(Integrator& in, const Model& m, ModelData& data, const Vec& l
     const int nx = m.nx(), nu = m.nu();
     Vec y(nx);
     Mat A(nx, nx), B(nx, nu);
-    EXPECT_EQ(in.step_jacobian(data, v.data(), v.data() + nx, dt, y.data(), A.data(), B.data()),
-              IntegratorStatus::Ok);
+    EXPECT_EQ(in.step_jacobian(data, v.data(), v.data() + nx, dt, y.data(), A.data(), B.data()), IntegratorStatus::Ok);
     Vec g(nx + nu);
     g << A.transpose() * lambda, B.transpose() * lambda;
     return g;
   };
 }
 
-constexpr IntegratorType kExplicit[] = {IntegratorType::Euler, IntegratorType::SemiImplicitEuler,
-                                        IntegratorType::Rk4};
+constexpr IntegratorType kExplicit[] = {IntegratorType::Euler, IntegratorType::SemiImplicitEuler, IntegratorType::Rk4};
 
 TEST(ManipulatorStepHessian, EveryExplicitSchemeMatchesDifferencesOfTheAnalyticGradient) {
   Rng rng(41);
@@ -270,7 +268,8 @@ TEST(ManipulatorTermCurvature, EndEffectorConstraintsMatchDifferences) {
     const std::array<double, 3> offset = {0.05, -0.03, 0.1};
     const EndEffectorHeight height(info, r.model, frame_of(r), offset, 0.2);
     const EndEffectorBox box(info, r.model, frame_of(r), offset, {-1.0, -INFINITY, 0.1}, {1.0, 0.5, INFINITY});
-    for (const ConstraintTerm* t : {static_cast<const ConstraintTerm*>(&height), static_cast<const ConstraintTerm*>(&box)}) {
+    for (const ConstraintTerm* t :
+         {static_cast<const ConstraintTerm*>(&height), static_cast<const ConstraintTerm*>(&box)}) {
       SCOPED_TRACE(std::string(t->type()));
       auto data = m.make_data();
       const Vec w = random_point(rng, m);
@@ -299,7 +298,8 @@ TEST(ManipulatorTermCurvature, EndEffectorCostMatchesDifferences) {
     const int nx = m.nx();
     const TermInfo info{"t", StageSet::All, true};
     const EndEffectorCost cost(info, r.model, frame_of(r), {0.02, 0.0, 0.08},
-                               std::vector<double>{30, 2, 0, 2, 20, 1, 0, 1, 10}, Reference::constant({0.4, -0.2, 0.7}));
+                               std::vector<double>{30, 2, 0, 2, 20, 1, 0, 1, 10},
+                               Reference::constant({0.4, -0.2, 0.7}));
     auto data = m.make_data();
     const Vec w = random_point(rng, m);
     Mat Hxx = Mat::Zero(nx, nx);

@@ -138,7 +138,7 @@ KNOT_HD void cross3_unit(const T* a, int c, T* out) {
 template <class T>
 KNOT_HD void motion_cross_unit(const T* v, int c, T* out) {
   if (c < 3) {
-    cross3_unit(v, c, out);      // w x e_c
+    cross3_unit(v, c, out);          // w x e_c
     cross3_unit(v + 3, c, out + 3);  // vl x e_c
   } else {
     for (int k = 0; k < 3; ++k) out[k] = T(0);
