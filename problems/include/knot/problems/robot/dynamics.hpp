@@ -1,7 +1,8 @@
 // Rigid-body dynamics of a fixed-base kinematic tree (RobotData; a serial chain is the tree with
 // parent(i) = i - 1): kinematics, point Jacobians, inverse dynamics, mass matrix, forward dynamics and
 // their exact first derivatives. Templates on the scalar, callable on the host and in device code
-// (KNOT_HD); all scratch lives in a caller-owned Workspace<T>, and nothing allocates.
+// (KNOT_HD); all scratch lives in a caller-owned Workspace<T>, and nothing allocates. On a dual
+// scalar they give the derivatives of those derivatives (Manipulator::step_hessian).
 //
 // Equations (n joints, parents numbered before children; p = parent(i); j <= i means "j is i or an
 // ancestor of i", j < i a strict ancestor; sub(i) is i and its descendants):
@@ -336,8 +337,8 @@ KNOT_HD void rnea_sweeps(const RobotData& r, const T* qd, const T* qdd, T* tau, 
 }
 
 // Plain floating-point scalars take linalg's kernels; any other scalar (a dual number carrying
-// derivatives, robot/second_order.hpp) takes the textbook loops below, which need only +, -, *, /,
-// sqrt and comparisons on the value.
+// derivatives: the manipulator's second order) takes the textbook loops below, which need only
+// +, -, *, /, sqrt and comparisons on the value.
 template <class T>
 inline constexpr bool kLinalgScalar = std::is_floating_point_v<T>;
 
