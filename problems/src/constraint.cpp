@@ -213,6 +213,13 @@ void EndEffectorHeight::jacobian(const StagePoint& p, double* g, double* gx, dou
     for (int j = 0; j < nx; ++j) gx[j] = -J[2 + 3 * static_cast<std::size_t>(j)];
 }
 
+bool EndEffectorHeight::add_curvature(const StagePoint& p, const double* mult, double* H, int ldh) const {
+  if (p.data == nullptr) fail(info_, type(), "evaluated without model data");
+  const double c[3] = {0.0, 0.0, -mult[0]};
+  return model_->kinematics()->add_frame_curvature(*p.data, need(p.x, info_, type(), "a state"), frame_, offset_, c, H,
+                                                   ldh);
+}
+
 // ---- EndEffectorBox ----
 
 EndEffectorBox::EndEffectorBox(TermInfo info, std::shared_ptr<const Model> model, int frame,
@@ -256,6 +263,18 @@ void EndEffectorBox::jacobian(const StagePoint& p, double* g, double* gx, double
     if (gx != nullptr)
       for (int j = 0; j < nx; ++j) gx[r + j * rows] = sign * J[a + 3 * static_cast<std::size_t>(j)];
   }
+}
+
+// Row r is +-p_a: its multiplier weighs d2p_a with the row's sign.
+bool EndEffectorBox::add_curvature(const StagePoint& p, const double* mult, double* H, int ldh) const {
+  if (p.data == nullptr) fail(info_, type(), "evaluated without model data");
+  double c[3] = {0.0, 0.0, 0.0};
+  for (std::size_t r = 0; r < rows_.size(); ++r) {
+    const int a = std::abs(rows_[r]) - 1;
+    c[a] += rows_[r] > 0 ? mult[r] : -mult[r];
+  }
+  return model_->kinematics()->add_frame_curvature(*p.data, need(p.x, info_, type(), "a state"), frame_, offset_, c, H,
+                                                   ldh);
 }
 
 // ---- StateEquality ----

@@ -325,6 +325,22 @@ double EndEffectorCost::accumulate(const StagePoint& p, const CostBlocks& out) c
   return s * W_.half_quadratic(pos, pr);
 }
 
+// The Gauss-Newton Hessian leaves out s sum_a (W r)_a d2p_a, which the model's frame curvature adds.
+bool EndEffectorCost::add_curvature(const StagePoint& p, const CostBlocks& out) const {
+  if (p.data == nullptr) fail(info_, type(), "evaluated without model data");
+  const double* x = need(p.x, info_, type(), "a state");
+  double pos[3];
+  model_->kinematics()->frame_position(*p.data, x, frame_, offset_, pos, nullptr);
+  const double* pr = ref_.at(p.k).data();
+  const double r[3] = {pos[0] - pr[0], pos[1] - pr[1], pos[2] - pr[2]};
+  double wr[3];
+  W_.apply(r, wr);
+  const double s = scale(p);
+  const double c[3] = {s * wr[0], s * wr[1], s * wr[2]};
+  if (out.Hxx == nullptr) return true;
+  return model_->kinematics()->add_frame_curvature(*p.data, x, frame_, offset_, c, out.Hxx, model_->nx());
+}
+
 // ---- ControlRateCost ----
 
 ControlRateCost::ControlRateCost(TermInfo info, int nu, Weight W)

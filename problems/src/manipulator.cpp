@@ -1,18 +1,61 @@
 #include "knot/problems/models/manipulator.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
+#include <vector>
 
+#include "knot/problems/dual.hpp"
 #include "knot/problems/error.hpp"
+#include "knot/problems/integrator.hpp"
 #include "knot/problems/robot/dynamics.hpp"
 
 namespace knot::problems {
 namespace {
 
+constexpr int kW = Manipulator::kSecondOrderWidth;
+using D = Dual<double, Tangent<double, kW>>;
+
+// Dual copies of the step's inputs and outputs and the scratch of the second-order evaluations,
+// sized for the robot at make_data.
+struct SecondOrderScratch {
+  robot::Workspace<D> ws;
+  std::vector<D> x, u, y, A, B, work;
+  std::vector<double> G;  // the raw d/dw_j of the gradient, before the mirrored pairs are averaged
+};
+
 struct ManipulatorData final : ModelData {
   robot::Workspace<double> ws;
+  std::unique_ptr<SecondOrderScratch> second;
 };
 
 robot::Workspace<double>& workspace(ModelData& data) { return static_cast<ManipulatorData&>(data).ws; }
+SecondOrderScratch& second_order(ModelData& data) { return *static_cast<ManipulatorData&>(data).second; }
+
+// f = [qd; qdd] and its Jacobians on any scalar, as Manipulator::dynamics_jacobian writes them.
+template <class T>
+void manipulator_jacobian(const robot::RobotData& r, robot::Workspace<T>& w, const T* x, const T* u, T* f, T* fx,
+                          T* fu) {
+  const int n = r.n, nx = 2 * n;
+  for (int i = 0; i < n; ++i) f[i] = x[n + i];
+  for (int k = 0; k < nx * nx; ++k) fx[k] = T(0.0);
+  for (int k = 0; k < nx * n; ++k) fu[k] = T(0.0);
+  for (int i = 0; i < n; ++i) fx[i + (n + i) * nx] = T(1.0);
+  robot::forward_dynamics_derivatives(r, x, x + n, u, f + n, fx + n, fx + n + n * nx, fu + n, nx, w);
+}
+
+// Adds the average of G's mirrored pairs to H's (G n x n, ld n; H ld ldh): equal numbers to H(i, j)
+// and H(j, i), which keeps a symmetric H symmetric bit for bit.
+void add_symmetrized(int n, const double* G, double* H, int ldh) {
+  for (int j = 0; j < n; ++j) {
+    H[j + std::size_t(j) * ldh] += G[j + std::size_t(j) * n];
+    for (int i = j + 1; i < n; ++i) {
+      const double v = 0.5 * (G[i + std::size_t(j) * n] + G[j + std::size_t(i) * n]);
+      H[i + std::size_t(j) * ldh] += v;
+      H[j + std::size_t(i) * ldh] += v;
+    }
+  }
+}
 
 }  // namespace
 
@@ -31,7 +74,20 @@ std::vector<std::string> Manipulator::control_names() const {
   return names;
 }
 
-std::unique_ptr<ModelData> Manipulator::make_data() const { return std::make_unique<ManipulatorData>(); }
+std::unique_ptr<ModelData> Manipulator::make_data() const {
+  auto d = std::make_unique<ManipulatorData>();
+  const int n = robot_.data.n, nx = 2 * n, nw = 3 * n;
+  d->second = std::make_unique<SecondOrderScratch>();
+  SecondOrderScratch& s = *d->second;
+  s.x.assign(nx, D{});
+  s.u.assign(n, D{});
+  s.y.assign(nx, D{});
+  s.A.assign(std::size_t(nx) * nx, D{});
+  s.B.assign(std::size_t(nx) * n, D{});
+  s.work.assign(explicit_step_jacobian_work(nx, n), D{});
+  s.G.assign(std::size_t(nw) * nw, 0.0);
+  return d;
+}
 
 void Manipulator::dynamics(ModelData& data, const double* x, const double* u, double* f) const {
   const int n = robot_.data.n;
@@ -49,6 +105,59 @@ void Manipulator::dynamics_jacobian(ModelData& data, const double* x, const doub
   // The lower blocks are written in place: dqdd/dq at rows n.., columns 0..; dqdd/dqd at columns n...
   robot::forward_dynamics_derivatives(robot_.data, x, x + n, u, f + n, fx + n, fx + n + n * nx, fu + n, nx,
                                       workspace(data));
+}
+
+// Sweep j0 / kW seeds direction j = j0 + k of w = (x, u) in tangent component k; component k of
+// A's and B's tangents is then d[A | B]/dw_j, and G(i, j) = lambda' d[A | B](:, i)/dw_j.
+//
+// f is affine in u (qdd = M^-1 (u - c), q' = qd), and so are the Euler step x + dt f and the
+// semi-implicit one (v+ = v + dt qdd, q+ = q + dt v+): their d2F/du2 is zero, and only the nx state
+// directions are seeded (two sweeps instead of three on the iiwa14). RK4's stage points move with u,
+// so it seeds all nx + nu.
+SecondOrderStatus Manipulator::step_hessian(ModelData& data, IntegratorType type, const double* x, const double* u,
+                                            double dt, const double* lambda, double* H) const {
+  const robot::RobotData& r = robot_.data;
+  const int n = r.n, nx = 2 * n, nw = 3 * n;
+  const int nd = type == IntegratorType::Euler || type == IntegratorType::SemiImplicitEuler ? nx : nw;
+  SecondOrderScratch& s = second_order(data);
+  const auto jac = [&](const D* xs, const D* us, D* f, D* fx, D* fu) {
+    manipulator_jacobian(r, s.ws, xs, us, f, fx, fu);
+  };
+  bool finite = true;
+  for (int j0 = 0; j0 < nd; j0 += kW) {
+    const int w = std::min(kW, nd - j0);
+    for (int i = 0; i < nx; ++i) s.x[i] = D(x[i]);
+    for (int i = 0; i < n; ++i) s.u[i] = D(u[i]);
+    for (int k = 0; k < w; ++k) {
+      const int j = j0 + k;
+      (j < nx ? s.x[j] : s.u[j - nx]).d[k] = 1.0;
+    }
+    if (!explicit_step_jacobian(type, false, nx, n, n, true, jac, s.x.data(), s.u.data(), dt, s.y.data(), s.A.data(),
+                                s.B.data(), s.work.data()))
+      return SecondOrderStatus::Unsupported;
+    for (int i = 0; i < nw; ++i) {
+      const D* col = i < nx ? s.A.data() + std::size_t(i) * nx : s.B.data() + std::size_t(i - nx) * nx;
+      for (int k = 0; k < w; ++k) {
+        double acc = 0.0;
+        for (int q = 0; q < nx; ++q) acc += lambda[q] * col[q].d[k];
+        s.G[i + std::size_t(j0 + k) * nw] = acc;
+      }
+    }
+    for (int i = 0; i < nx; ++i) finite = finite && std::isfinite(s.y[i].v);
+  }
+  for (std::size_t e = 0; e < std::size_t(nw) * nd; ++e) finite = finite && std::isfinite(s.G[e]);
+  for (std::size_t e = 0; e < std::size_t(nw) * nw; ++e) H[e] = 0.0;
+  // The seeded block averaged with its mirror; the rows of unseeded directions copied to their columns.
+  for (int j = 0; j < nd; ++j) {
+    H[j + std::size_t(j) * nw] = s.G[j + std::size_t(j) * nw];
+    for (int i = j + 1; i < nw; ++i) {
+      const double g = s.G[i + std::size_t(j) * nw];
+      const double v = i < nd ? 0.5 * (g + s.G[j + std::size_t(i) * nw]) : g;
+      H[i + std::size_t(j) * nw] = v;
+      H[j + std::size_t(i) * nw] = v;
+    }
+  }
+  return finite ? SecondOrderStatus::Ok : SecondOrderStatus::NonFinite;
 }
 
 ModelLimits Manipulator::limits() const {
@@ -100,6 +209,38 @@ void Manipulator::frame_position(ModelData& data, const double* x, int frame, co
   if (J == nullptr) return;
   for (int k = 0; k < 3 * 2 * n; ++k) J[k] = 0.0;
   robot::point_jacobian(robot_.data, w, f.body, p, J, 3);
+}
+
+// The point Jacobian on duals seeded with the joint directions q_j0.., kW at a time: component k
+// of J(a, j)'s tangent is d2p_a / dq_j dq_(j0 + k). The velocities do not move the point.
+bool Manipulator::add_frame_curvature(ModelData& data, const double* x, int frame, const std::array<double, 3>& offset,
+                                      const double* c, double* H, int ldh) const {
+  const robot::Frame& f = robot_.frames.at(static_cast<std::size_t>(frame));
+  const robot::RobotData& r = robot_.data;
+  const int n = r.n;
+  SecondOrderScratch& s = second_order(data);
+  D in_body[3];
+  for (int k = 0; k < 3; ++k)
+    in_body[k] = D(f.p[k] + f.R[k] * offset[0] + f.R[k + 3] * offset[1] + f.R[k + 6] * offset[2]);
+  D* q = s.x.data();
+  D* J = s.A.data();       // 3 x n, ld 3 (A holds (2n)^2 >= 3 n duals)
+  double* G = s.G.data();  // n x n, ld n
+  for (int j0 = 0; j0 < n; j0 += kW) {
+    const int w = std::min(kW, n - j0);
+    for (int i = 0; i < n; ++i) q[i] = D(x[i]);
+    for (int k = 0; k < w; ++k) q[j0 + k].d[k] = 1.0;
+    robot::forward_kinematics(r, q, s.ws);
+    D p[3];
+    robot::point_position(s.ws, f.body, in_body, p);
+    robot::point_jacobian(r, s.ws, f.body, p, J, 3);
+    for (int j = 0; j < n; ++j) {
+      const D* col = J + 3 * std::size_t(j);
+      for (int k = 0; k < w; ++k)
+        G[j + std::size_t(j0 + k) * n] = c[0] * col[0].d[k] + c[1] * col[1].d[k] + c[2] * col[2].d[k];
+    }
+  }
+  add_symmetrized(n, G, H, ldh);
+  return true;
 }
 
 std::shared_ptr<const Model> make_manipulator(const ParamReader& params) {

@@ -367,6 +367,8 @@ TEST(TermCurvature, QuadraticCostsAddNothingAndOthersDecline) {
   StagePoint p = stage(w, nx, true);
   p.k = 1;
   p.u_prev = prev.data();
+  const auto arm_data = arm->make_data();
+  p.data = arm_data.get();
   Mat Hxx = Mat::Constant(nx, nx, 7.0), Huu = Mat::Constant(nu, nu, 7.0), Hux = Mat::Constant(nu, nx, 7.0);
   CostBlocks b;
   b.Hxx = Hxx.data();

@@ -121,6 +121,8 @@ class EndEffectorHeight final : public ConstraintTerm {
   int dim() const override { return 1; }
   void evaluate(const StagePoint& p, double* g) const override;
   void jacobian(const StagePoint& p, double* g, double* gx, double* gu) const override;
+  // -mult d2p_z / dx2 by the model's frame curvature; false when the model has none.
+  bool add_curvature(const StagePoint& p, const double* mult, double* H, int ldh) const override;
 
  private:
   std::shared_ptr<const Model> model_;
@@ -139,6 +141,8 @@ class EndEffectorBox final : public ConstraintTerm {
   int dim() const override;
   void evaluate(const StagePoint& p, double* g) const override;
   void jacobian(const StagePoint& p, double* g, double* gx, double* gu) const override;
+  // sum_r +-mult_r d2p_a(r) / dx2 by the model's frame curvature; false when the model has none.
+  bool add_curvature(const StagePoint& p, const double* mult, double* H, int ldh) const override;
 
  private:
   std::shared_ptr<const Model> model_;

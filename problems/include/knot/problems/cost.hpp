@@ -117,6 +117,9 @@ class EndEffectorCost final : public CostTerm {
   bool uses_control() const override { return false; }
   double value(const StagePoint& p) const override;
   double accumulate(const StagePoint& p, const CostBlocks& out) const override;
+  // s sum_a (W r)_a d2p_a / dx2 by the model's frame curvature (Kinematics::add_frame_curvature);
+  // false when the model has none.
+  bool add_curvature(const StagePoint& p, const CostBlocks& out) const override;
   const Weight* weight() const override { return &W_; }
   const Reference* reference() const override { return &ref_; }
   void set_reference(Reference ref) override;

@@ -11,6 +11,7 @@
 // nothing and one instance is not shared between threads.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -96,6 +97,120 @@ bool explicit_step(IntegratorType type, bool discrete, int n, int nq, const Dyn&
           for (int i = 0; i < n; ++i) y[i] = x[i] + advance[s] * fv[i];
       }
       for (int i = 0; i < n; ++i) y[i] = x[i] + dt / 6 * acc[i];
+      return true;
+    }
+    case IntegratorType::ImplicitEuler:
+    case IntegratorType::ImplicitMidpoint:
+      return false;
+  }
+  return false;
+}
+
+// Scratch of explicit_step_jacobian, in scalars: f, acc (n each), fx, Sx, Kx (n x n each) and fu,
+// Su, Ku (n x m each).
+constexpr std::size_t explicit_step_jacobian_work(int n, int m) {
+  return 2 * std::size_t(n) + 3 * (std::size_t(n) * n + std::size_t(n) * m);
+}
+
+// The step's Jacobians A = dF/dx (n x n) and B = dF/du (n x m, column-major) with y = F(x, u) on
+// any scalar S, by the chain rule through the stages as Integrator::step_jacobian forms them (the
+// same schemes as explicit_step; without the dynamics_chain shortcut). Run on dual numbers it
+// differentiates the Jacobians themselves: a model with analytic first derivatives gets its second
+// derivatives by forward mode over them (models/manipulator.hpp). jac(x, u, f, fx, fu) evaluates
+// the model and its Jacobians on S; work holds explicit_step_jacobian_work(n, m) scalars; y, A, B
+// may not alias x, u or work. velocity_rows states that f's first nq rows are x[nq..2 nq) (q' = v,
+// nx = 2 nq), so that their products are skipped. Implicit schemes are not handled here (false).
+template <class S, class Jac>
+bool explicit_step_jacobian(IntegratorType type, bool discrete, int n, int m, int nq, bool velocity_rows,
+                            const Jac& jac, const S* x, const S* u, double dt, S* y, S* A, S* B, S* work) {
+  const std::size_t nn = std::size_t(n) * n, nm = std::size_t(n) * m;
+  S* f = work;
+  S* acc = f + n;
+  S* fx = acc + n;
+  S* Sx = fx + nn;
+  S* Kx = Sx + nn;
+  S* fu = Kx + nn;
+  S* Su = fu + nm;
+  S* Ku = Su + nm;
+  // K = fx [Sx | Su] + [0 | fu]. With velocity_rows, rows i < nq of f are x[nq + i] (q' = v):
+  // their rows of K are S's velocity rows, copied (the product with [0 I | 0] gives the same).
+  const int r0 = velocity_rows ? nq : 0;
+  const auto chain = [&](const S* sx, const S* su) {
+    for (int j = 0; j < n + m; ++j) {
+      const S* sj = j < n ? sx + std::size_t(j) * n : su + std::size_t(j - n) * n;
+      S* kj = j < n ? Kx + std::size_t(j) * n : Ku + std::size_t(j - n) * n;
+      for (int i = 0; i < r0; ++i) kj[i] = sj[nq + i];
+      for (int i = r0; i < n; ++i) kj[i] = j < n ? S(0.0) : fu[i + std::size_t(j - n) * n];
+      for (int l = 0; l < n; ++l) {
+        const S b = sj[l];
+        const S* fl = fx + std::size_t(l) * n;
+        for (int i = r0; i < n; ++i) kj[i] += fl[i] * b;
+      }
+    }
+  };
+  if (discrete) {
+    jac(x, u, y, A, B);
+    return true;
+  }
+  switch (type) {
+    case IntegratorType::Euler:
+      jac(x, u, f, fx, fu);
+      for (int i = 0; i < n; ++i) y[i] = x[i] + dt * f[i];
+      for (std::size_t e = 0; e < nn; ++e) A[e] = dt * fx[e];
+      for (int i = 0; i < n; ++i) A[i + std::size_t(i) * n] += 1.0;
+      for (std::size_t e = 0; e < nm; ++e) B[e] = dt * fu[e];
+      return true;
+    case IntegratorType::SemiImplicitEuler: {
+      // y = [q; v+], v+ = v + dt f_v(x, u), S = dy/d(x, u); then q+ = q + dt f_q(y, u).
+      jac(x, u, f, fx, fu);
+      for (int i = 0; i < n; ++i) y[i] = i < nq ? x[i] : x[i] + dt * f[i];
+      for (int j = 0; j < n; ++j)
+        for (int i = 0; i < n; ++i) {
+          const std::size_t e = i + std::size_t(j) * n;
+          A[e] = i < nq ? S(i == j ? 1.0 : 0.0) : (i == j ? 1.0 : 0.0) + dt * fx[e];
+        }
+      for (std::size_t e = 0; e < nm; ++e) B[e] = e % std::size_t(n) < std::size_t(nq) ? S(0.0) : dt * fu[e];
+      jac(y, u, f, fx, fu);
+      for (int i = 0; i < nq; ++i) y[i] += dt * f[i];
+      chain(A, B);
+      for (int j = 0; j < n; ++j)
+        for (int i = 0; i < nq; ++i) A[i + std::size_t(j) * n] += dt * Kx[i + std::size_t(j) * n];
+      for (int j = 0; j < m; ++j)
+        for (int i = 0; i < nq; ++i) B[i + std::size_t(j) * n] += dt * Ku[i + std::size_t(j) * n];
+      return true;
+    }
+    case IntegratorType::Rk4: {
+      constexpr double weight[4] = {1, 2, 2, 1};
+      const double advance[3] = {dt / 2, dt / 2, dt};
+      for (int i = 0; i < n; ++i) {
+        acc[i] = S(0.0);
+        y[i] = x[i];
+      }
+      for (int s = 0; s < 4; ++s) {
+        jac(y, u, f, fx, fu);
+        // The first stage point is x itself: its K is [fx | fu].
+        const S* kx = fx;
+        const S* ku = fu;
+        if (s > 0) {
+          chain(Sx, Su);
+          kx = Kx;
+          ku = Ku;
+        }
+        for (int i = 0; i < n; ++i) acc[i] += weight[s] * f[i];
+        for (std::size_t e = 0; e < nn; ++e) A[e] = s == 0 ? weight[s] * kx[e] : A[e] + weight[s] * kx[e];
+        for (std::size_t e = 0; e < nm; ++e) B[e] = s == 0 ? weight[s] * ku[e] : B[e] + weight[s] * ku[e];
+        if (s < 3) {
+          const double c = advance[s];
+          for (int i = 0; i < n; ++i) y[i] = x[i] + c * f[i];
+          for (std::size_t e = 0; e < nn; ++e) Sx[e] = c * kx[e];
+          for (int i = 0; i < n; ++i) Sx[i + std::size_t(i) * n] += 1.0;
+          for (std::size_t e = 0; e < nm; ++e) Su[e] = c * ku[e];
+        }
+      }
+      for (int i = 0; i < n; ++i) y[i] = x[i] + dt / 6 * acc[i];
+      for (std::size_t e = 0; e < nn; ++e) A[e] = dt / 6 * A[e];
+      for (int i = 0; i < n; ++i) A[i + std::size_t(i) * n] += 1.0;
+      for (std::size_t e = 0; e < nm; ++e) B[e] = dt / 6 * B[e];
       return true;
     }
     case IntegratorType::ImplicitEuler:

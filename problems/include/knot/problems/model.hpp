@@ -51,6 +51,14 @@ class Kinematics {
   // column-major) is dp/dx when not null.
   virtual void frame_position(ModelData& data, const double* x, int frame, const std::array<double, 3>& offset,
                               double* p, double* J) const = 0;
+  // H += sum_k c_k d2p_k / dx2 (p as frame_position's, c three weights; H nx x nx, column-major,
+  // ld ldh), adding equal numbers to H(i, j) and H(j, i). false (the default) says the model has no
+  // second derivatives of its frames, and H is left untouched.
+  virtual bool add_frame_curvature(ModelData& /*data*/, const double* /*x*/, int /*frame*/,
+                                   const std::array<double, 3>& /*offset*/, const double* /*c*/, double* /*H*/,
+                                   int /*ldh*/) const {
+    return false;
+  }
 };
 
 // One value a model was built with, named as the problem file's model.params writes it: numbers
@@ -97,8 +105,9 @@ class Model {
 
   // H = sum_i lambda_i d2F_i / dw2 (nw x nw, nw = nx + nu, column-major), the curvature of
   // lambda' F(x, u) in w = (x, u) for one step F of the explicit scheme `type` (integrator.hpp)
-  // with step dt, by second-order forward mode: exact to rounding, with H(i, j) and H(j, i) one
-  // number. Unsupported (the default, and for implicit schemes) leaves H untouched.
+  // with step dt, by forward mode (second order on a scalar template, model_adapter.hpp; over the
+  // analytic first derivatives for the manipulator): exact to rounding, with H(i, j) and H(j, i)
+  // one number. Unsupported (the default, and for implicit schemes) leaves H untouched.
   virtual SecondOrderStatus step_hessian(ModelData& /*data*/, IntegratorType /*type*/, const double* /*x*/,
                                          const double* /*u*/, double /*dt*/, const double* /*lambda*/,
                                          double* /*H*/) const {

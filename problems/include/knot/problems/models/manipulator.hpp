@@ -8,6 +8,13 @@
 //   fx = [[0, I], [dqdd/dq, dqdd/dqd]],   fu = [[0], [M^-1]]   (analytic RNEA derivatives)
 // When M(q) cannot be factored (not finite), f and the Jacobians come back NaN, which the
 // integrator reports as a status.
+//
+// Second order, exact to rounding, by forward mode over the analytic first derivatives: the
+// integrator step's Jacobian (explicit_step_jacobian, integrator.hpp) runs on dual numbers carrying
+// kSecondOrderWidth of the nx + nu unit directions of w = (x, u) at a time, through the templated
+// derivative sweep and mass-matrix Cholesky, so d/dw_j of the gradient [A' lambda; B' lambda] is
+// column j of lambda' d2F; the mirrored pairs are then averaged, so the Hessian is symmetric bit
+// for bit. Frame curvature (add_frame_curvature) differentiates the point Jacobian the same way.
 #pragma once
 
 #include <memory>
@@ -42,6 +49,9 @@ class Manipulator final : public Model, public Kinematics {
   void dynamics(ModelData& data, const double* x, const double* u, double* f) const override;
   void dynamics_jacobian(ModelData& data, const double* x, const double* u, double* f, double* fx,
                          double* fu) const override;
+  // Euler, semi-implicit Euler and RK4; Unsupported for the implicit schemes.
+  SecondOrderStatus step_hessian(ModelData& data, IntegratorType type, const double* x, const double* u, double dt,
+                                 const double* lambda, double* H) const override;
 
   const Kinematics* kinematics() const override { return this; }
   // q within the URDF position limits, |qd| within the velocity limits, |u| within the effort limits.
@@ -56,6 +66,11 @@ class Manipulator final : public Model, public Kinematics {
   int default_frame() const override { return robot_.ee_frame; }
   void frame_position(ModelData& data, const double* x, int frame, const std::array<double, 3>& offset, double* p,
                       double* J) const override;
+  bool add_frame_curvature(ModelData& data, const double* x, int frame, const std::array<double, 3>& offset,
+                           const double* c, double* H, int ldh) const override;
+
+  // Directions per dual sweep of the second-order evaluations.
+  static constexpr int kSecondOrderWidth = 8;
 
  private:
   robot::RobotModel robot_;

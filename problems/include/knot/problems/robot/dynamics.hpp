@@ -1,7 +1,8 @@
 // Rigid-body dynamics of a fixed-base kinematic tree (RobotData; a serial chain is the tree with
 // parent(i) = i - 1): kinematics, point Jacobians, inverse dynamics, mass matrix, forward dynamics and
 // their exact first derivatives. Templates on the scalar, callable on the host and in device code
-// (KNOT_HD); all scratch lives in a caller-owned Workspace<T>, and nothing allocates.
+// (KNOT_HD); all scratch lives in a caller-owned Workspace<T>, and nothing allocates. On a dual
+// scalar they give the derivatives of those derivatives (Manipulator::step_hessian).
 //
 // Equations (n joints, parents numbered before children; p = parent(i); j <= i means "j is i or an
 // ancestor of i", j < i a strict ancestor; sub(i) is i and its descendants):
@@ -43,6 +44,7 @@
 #pragma once
 
 #include <cmath>
+#include <type_traits>
 
 #include "knot/linalg/config.hpp"
 #include "knot/linalg/dense/potrf.hpp"
@@ -82,6 +84,12 @@ struct NoDeduce {
 template <class T>
 using Opt = typename NoDeduce<T>::type*;
 
+// The type of a constant of the robot's data in arithmetic on T: T itself for a floating-point T,
+// double for a T that carries derivatives, whose product with a double costs a third of one with a
+// constant T (and gives the same number).
+template <class T>
+using Const = std::conditional_t<std::is_floating_point_v<T>, T, double>;
+
 template <class T>
 KNOT_HD void cross3(const T* a, const T* b, T* out) {
   const T x = a[1] * b[2] - a[2] * b[1];
@@ -118,6 +126,45 @@ KNOT_HD void crf(const T* v, const T* f, T* out) {
   }
 }
 
+// out = a x e_c (a 3-vector, e_c the unit vector c < 3): column c of [a]x, with exact zeros.
+template <class T>
+KNOT_HD void cross3_unit(const T* a, int c, T* out) {
+  const int c1 = (c + 1) % 3, c2 = (c + 2) % 3;
+  out[c] = T(0);
+  out[c1] = a[c2];
+  out[c2] = -a[c1];
+}
+
+// out = v x y_c (motion), y_c the unit 6-vector c: crm(v, y_c) without its products.
+template <class T>
+KNOT_HD void motion_cross_unit(const T* v, int c, T* out) {
+  if (c < 3) {
+    cross3_unit(v, c, out);          // w x e_c
+    cross3_unit(v + 3, c, out + 3);  // vl x e_c
+  } else {
+    for (int k = 0; k < 3; ++k) out[k] = T(0);
+    cross3_unit(v, c - 3, out + 3);  // w x e_(c-3)
+  }
+}
+
+// out = y_c x* f (force), f = [n; fl]: crf(y_c, f) without its products (e x a = -(a x e)).
+template <class T>
+KNOT_HD void unit_cross_force(int c, const T* f, T* out) {
+  T t[3];
+  if (c < 3) {
+    cross3_unit(f, c, t);
+    for (int k = 0; k < 3; ++k) out[k] = -t[k];
+    cross3_unit(f + 3, c, t);
+    for (int k = 0; k < 3; ++k) out[3 + k] = -t[k];
+  } else {
+    cross3_unit(f + 3, c - 3, t);
+    for (int k = 0; k < 3; ++k) {
+      out[k] = -t[k];
+      out[3 + k] = T(0);
+    }
+  }
+}
+
 template <class T>
 KNOT_HD T dot6(const T* a, const T* b) {
   T s = a[0] * b[0];
@@ -147,13 +194,14 @@ KNOT_HD void mtv6(const T* A, const T* x, T* out) {
 // about the COM (all world):  [[Ic + m (c'c 1 - c c'), m [c]x], [-m [c]x, m 1]].
 template <class T>
 KNOT_HD void body_inertia(const RobotData& r, int i, const Workspace<T>& w, T* I6) {
+  using C = Const<T>;
   const T* R = w.R[i];
-  const T m = T(r.mass[i]);
+  const C m = C(r.mass[i]);
+  const C com[3] = {C(r.com[i][0]), C(r.com[i][1]), C(r.com[i][2])};
   T c[3];
-  for (int k = 0; k < 3; ++k)
-    c[k] = w.p[i][k] + R[k] * T(r.com[i][0]) + R[k + 3] * T(r.com[i][1]) + R[k + 6] * T(r.com[i][2]);
+  for (int k = 0; k < 3; ++k) c[k] = w.p[i][k] + R[k] * com[0] + R[k + 3] * com[1] + R[k + 6] * com[2];
   const double* J = r.inertia[i];
-  const T Ib[9] = {T(J[0]), T(J[3]), T(J[4]), T(J[3]), T(J[1]), T(J[5]), T(J[4]), T(J[5]), T(J[2])};
+  const C Ib[9] = {C(J[0]), C(J[3]), C(J[4]), C(J[3]), C(J[1]), C(J[5]), C(J[4]), C(J[5]), C(J[2])};
   // Ic = R Ib R'
   T RI[9];
   for (int col = 0; col < 3; ++col)
@@ -169,7 +217,7 @@ KNOT_HD void body_inertia(const RobotData& r, int i, const Workspace<T>& w, T* I
       for (int k = 0; k < 3; ++k) s += RI[row + 3 * k] * R[col + 3 * k];
       s += m * ((row == col ? cc : T(0)) - c[row] * c[col]);
       I6[row + 6 * col] = s;
-      I6[(row + 3) + 6 * (col + 3)] = row == col ? m : T(0);
+      I6[(row + 3) + 6 * (col + 3)] = row == col ? T(m) : T(0);
     }
   // m [c]x in the upper right, its transpose in the lower left.
   const T mc[3] = {m * c[0], m * c[1], m * c[2]};
@@ -224,15 +272,22 @@ KNOT_HD void rnea_sweeps(const RobotData& r, const T* qd, const T* qdd, T* tau, 
     for (int k = 0; k < 6; ++k) F[k] = Ia[k] + vxh[k];
     for (int k = 0; k < 36; ++k) IC[k] = w.I[k];
     if constexpr (kDerivatives) {
-      // B_i, one column B_i y_c per unit vector y_c.
+      // B_i, one column B_i y_c per unit vector y_c. v x y_c and y_c x* h are entries of v and h
+      // moved and negated, and I y_c is I's column c, so no product with y_c's zeros and ones is
+      // formed: the results are those of the general products but for the sign of zeros, at a
+      // third of the cost (the sweep's largest part, and the bulk of a dual evaluation's).
       for (int col = 0; col < 6; ++col) {
-        T y[6] = {T(0), T(0), T(0), T(0), T(0), T(0)};
-        y[col] = T(1);
-        T vy[6], Ivy[6], yh[6], Iy[6], vIy[6];
-        crm(w.v[i], y, vy);
-        mv6(w.I, vy, Ivy);
-        crf(y, h, yh);
-        mv6(w.I, y, Iy);
+        const T* Iy = w.I + 6 * col;
+        T vy[6], yh[6], vIy[6], Ivy[6];
+        motion_cross_unit(w.v[i], col, vy);
+        unit_cross_force(col, h, yh);
+        // I (v x y_c): v x y_c vanishes outside two entries of each half (the angular one too
+        // when c is linear), which are skipped in the column order of mv6.
+        for (int r = 0; r < 6; ++r) Ivy[r] = T(0);
+        for (int c = 0; c < 6; ++c) {
+          if (c == col % 3 || c == 3 + col % 3 || (col >= 3 && c < 3)) continue;
+          for (int r = 0; r < 6; ++r) Ivy[r] += w.I[r + 6 * c] * vy[c];
+        }
         crf(w.v[i], Iy, vIy);
         for (int k = 0; k < 6; ++k) BC[k + 6 * col] = Ivy[k] - yh[k] - vIy[k];
       }
@@ -281,19 +336,58 @@ KNOT_HD void rnea_sweeps(const RobotData& r, const T* qd, const T* qdd, T* tau, 
     }
 }
 
+// Plain floating-point scalars take linalg's kernels; any other scalar (a dual number carrying
+// derivatives: the manipulator's second order) takes the textbook loops below, which need only
+// +, -, *, /, sqrt and comparisons on the value.
+template <class T>
+inline constexpr bool kLinalgScalar = std::is_floating_point_v<T>;
+
 // Factors M, held in w.L, in place; 0 on success, else the failing pivot + 1.
 template <class T>
 KNOT_HD int factor_mass(int n, Workspace<T>& w) {
-  linalg::SerialGroup g;
-  return linalg::potrf(g, n, w.L, n);
+  if constexpr (kLinalgScalar<T>) {
+    linalg::SerialGroup g;
+    return linalg::potrf(g, n, w.L, n);
+  } else {
+    // Lower Cholesky by columns, L(i, j) at i + j n; the upper triangle is not read.
+    using std::sqrt;
+    T* L = w.L;
+    for (int j = 0; j < n; ++j) {
+      T d = L[j + j * n];
+      for (int k = 0; k < j; ++k) d -= L[j + k * n] * L[j + k * n];
+      if (!(d > T(0))) return j + 1;  // also catches NaN
+      const T s = sqrt(d);
+      L[j + j * n] = s;
+      for (int i = j + 1; i < n; ++i) {
+        T t = L[i + j * n];
+        for (int k = 0; k < j; ++k) t -= L[i + k * n] * L[j + k * n];
+        L[i + j * n] = t / s;
+      }
+    }
+    return 0;
+  }
 }
 
 // x <- M^-1 x with the factor in w.L.
 template <class T>
 KNOT_HD void solve_mass(int n, Workspace<T>& w, T* x) {
-  linalg::SerialGroup g;
-  linalg::trsv<linalg::Uplo::Lower, linalg::Trans::No>(g, n, w.L, n, x);
-  linalg::trsv<linalg::Uplo::Lower, linalg::Trans::Yes>(g, n, w.L, n, x);
+  if constexpr (kLinalgScalar<T>) {
+    linalg::SerialGroup g;
+    linalg::trsv<linalg::Uplo::Lower, linalg::Trans::No>(g, n, w.L, n, x);
+    linalg::trsv<linalg::Uplo::Lower, linalg::Trans::Yes>(g, n, w.L, n, x);
+  } else {
+    const T* L = w.L;
+    for (int i = 0; i < n; ++i) {  // L y = x
+      T t = x[i];
+      for (int k = 0; k < i; ++k) t -= L[i + k * n] * x[k];
+      x[i] = t / L[i + i * n];
+    }
+    for (int i = n - 1; i >= 0; --i) {  // L' x = y
+      T t = x[i];
+      for (int k = i + 1; k < n; ++k) t -= L[k + i * n] * x[k];
+      x[i] = t / L[i + i * n];
+    }
+  }
 }
 
 }  // namespace detail
@@ -312,7 +406,7 @@ KNOT_HD void forward_kinematics(const RobotData& r, const T* q, Workspace<T>& w)
         T s = T(0);
         for (int k = 0; k < 3; ++k) {
           const T Rp = p < 0 ? T(row == k ? 1 : 0) : w.R[p][row + 3 * k];
-          s += Rp * T(r.joint_R[i][k + 3 * col]);
+          s += Rp * detail::Const<T>(r.joint_R[i][k + 3 * col]);
         }
         Rj[row + 3 * col] = s;
       }
@@ -320,22 +414,23 @@ KNOT_HD void forward_kinematics(const RobotData& r, const T* q, Workspace<T>& w)
       T s = p < 0 ? T(0) : w.p[p][row];
       for (int k = 0; k < 3; ++k) {
         const T Rp = p < 0 ? T(row == k ? 1 : 0) : w.R[p][row + 3 * k];
-        s += Rp * T(r.joint_p[i][k]);
+        s += Rp * detail::Const<T>(r.joint_p[i][k]);
       }
       pj[row] = s;
     }
-    const T ax[3] = {T(r.axis[i][0]), T(r.axis[i][1]), T(r.axis[i][2])};
+    using C = detail::Const<T>;
+    const C ax[3] = {C(r.axis[i][0]), C(r.axis[i][1]), C(r.axis[i][2])};
     T aw[3];  // world axis
     for (int row = 0; row < 3; ++row) aw[row] = Rj[row] * ax[0] + Rj[row + 3] * ax[1] + Rj[row + 6] * ax[2];
     T* S = w.S[i];
     if (r.type[i] == JointType::Revolute) {
       // Rodrigues: Rot(a, q) = 1 + sin q [a]x + (1 - cos q) [a]x^2, applied on the right.
       const T s = sin(q[i]), c1 = T(1) - cos(q[i]);
-      const T K[9] = {T(0), ax[2], -ax[1], -ax[2], T(0), ax[0], ax[1], -ax[0], T(0)};
+      const C K[9] = {C(0), ax[2], -ax[1], -ax[2], C(0), ax[0], ax[1], -ax[0], C(0)};
       T Rot[9];
       for (int col = 0; col < 3; ++col)
         for (int row = 0; row < 3; ++row) {
-          T k2 = T(0);
+          C k2 = C(0);
           for (int k = 0; k < 3; ++k) k2 += K[row + 3 * k] * K[k + 3 * col];
           Rot[row + 3 * col] = T(row == col ? 1 : 0) + s * K[row + 3 * col] + c1 * k2;
         }
