@@ -331,8 +331,7 @@ bool Solver::Impl::end_acceptable(Status status) {
 // converge quadratically from there. False when that linearization failed (its status is set).
 // Not on the Schur backends: they need every stage block [Q S'; S R] positive definite, which the
 // exact Hessian's are not in general even at a minimizer (riccati needs only R + B'PB), so their
-// exact steps are regularized ones (from the 100 random cart-pole starts: 62 solved with the exact
-// Hessian throughout, 99 either way under auto); there auto is Gauss-Newton.
+// exact steps are regularized ones and gain nothing (docs/BENCHMARKS.md); there auto is Gauss-Newton.
 bool Solver::Impl::choose_hessian(const Residuals& res, int iter) {
   if (iter == 0 || lq_solver.linsys() == Linsys::Bdsv || lq_solver.linsys() == Linsys::Pcg) return true;
   const IterationStats& last = stats.per_iteration[static_cast<std::size_t>(iter - 1)];
