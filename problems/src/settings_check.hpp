@@ -22,7 +22,7 @@ std::optional<SettingIssue> check(const MpcSettings& s);
 inline const char* const kMpcModeNames[] = {"rti", "sqp"};
 inline const char* const kWarmStartNames[] = {"shift", "hold"};
 inline const char* const kLinsysNames[] = {"auto", "pcg", "bdsv", "riccati", "kkt_ldlt"};
-inline const char* const kHessianNames[] = {"gauss_newton", "exact"};
+inline const char* const kHessianNames[] = {"gauss_newton", "exact", "auto"};
 inline const char* const kGlobalizationNames[] = {"filter", "merit", "none"};
 
 }  // namespace knot::problems::detail

@@ -98,6 +98,16 @@ struct Solver::Impl {
   // message naming it. Returns whether it did.
   bool end_acceptable(Status status);
   Residuals last_res;     // residuals of the last measured iterate
+  // The Hessian of this iterate's linearization: exact (true) or Gauss-Newton. Fixed by
+  // SolverOptions::hessian, or chosen by choose_hessian under hessian auto.
+  bool exact_now = false;
+  int full_steps = 0;      // hessian auto: full Gauss-Newton steps in a row, up to this iterate
+  double step_error = 0;   // the barrier problem's KKT error at the last step's iterate and mu
+  std::vector<double> contraction;  // per step: that error at the next iterate over step_error (max_iter + 1)
+  // hessian auto, at a measured iterate: records the last step's contraction and switches this
+  // iterate to the exact Hessian (linearizing it again) where Gauss-Newton stalled. False when that
+  // linearization failed.
+  bool choose_hessian(const Residuals& res, int iter);
   int acceptable_run = 0;       // acceptable iterates in a row (since the window began)
   double acceptable_error = 0;  // error_ratio at the start of the window
 

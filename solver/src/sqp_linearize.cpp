@@ -72,7 +72,7 @@ bool Solver::Impl::linearize() {
   // The exact Hessian's multiplier terms are taken in the caller's units, so that scale_objective's
   // factor applies to the cost's share alone (obj_scale is a power of two: exact both ways). A cold
   // start's multipliers are re-initialized after this linearization.
-  const bool unscaled_multipliers = opt.hessian == Hessian::Exact && obj_scale != 1.0 && !cold;
+  const bool unscaled_multipliers = exact_now && obj_scale != 1.0 && !cold;
   if (unscaled_multipliers) scale_multipliers(1 / obj_scale);
   for (int k = 0; k <= N; ++k) {
     const problems::StagePoint p = point(k, x, u);
@@ -119,7 +119,7 @@ bool Solver::Impl::linearize() {
     evaluate_rows(ineq, p, nx, nu, ineq.value.data(), ineq.jac.data(), term_g.data(), term_gx.data(),
                   term_gu.data());
     evaluate_rows(eq, p, nx, nu, eq.value.data(), eq.jac.data(), term_g.data(), term_gx.data(), term_gu.data());
-    if (opt.hessian == Hessian::Exact && !exact_hessian(k)) {
+    if (exact_now && !exact_hessian(k)) {
       if (unscaled_multipliers) scale_multipliers(obj_scale);
       return false;
     }

@@ -48,7 +48,14 @@ const char* to_string(Globalization globalization) {
   return "unknown";
 }
 
-const char* to_string(Hessian hessian) { return hessian == Hessian::Exact ? "exact" : "gauss_newton"; }
+const char* to_string(Hessian hessian) {
+  switch (hessian) {
+    case Hessian::GaussNewton: return "gauss_newton";
+    case Hessian::Exact: return "exact";
+    case Hessian::Auto: return "auto";
+  }
+  return "unknown";
+}
 
 std::string SolverOptions::validate() const {
   const auto bad = [](const char* what, double found) {
@@ -72,6 +79,9 @@ std::string SolverOptions::validate() const {
   if (!positive(acceptable_tol)) return bad("acceptable_tol must be > 0", acceptable_tol);
   if (acceptable_iter < 1) return bad("acceptable_iter must be >= 1", acceptable_iter);
   if (const std::string why = lq.validate(); !why.empty()) return "lq." + why;
+  if (!(hessian_switch_ratio > 0 && hessian_switch_ratio < 1))
+    return bad("hessian_switch_ratio must be in (0, 1)", hessian_switch_ratio);
+  if (hessian_switch_window < 1) return bad("hessian_switch_window must be >= 1", hessian_switch_window);
   if (!(lq_forcing >= 0 && lq_forcing < 1)) return bad("lq_forcing must be in [0, 1)", lq_forcing);
   if (!positive(reg_init)) return bad("reg_init must be > 0", reg_init);
   if (!(std::isfinite(reg_growth) && reg_growth > 1)) return bad("reg_growth must be > 1", reg_growth);
@@ -124,7 +134,8 @@ SolverOptions from_settings(const problems::SolverSettings& s) {
 
   if (s.hessian == "gauss_newton") o.hessian = Hessian::GaussNewton;
   else if (s.hessian == "exact") o.hessian = Hessian::Exact;
-  else reject("hessian", "gauss_newton or exact", s.hessian);
+  else if (s.hessian == "auto") o.hessian = Hessian::Auto;
+  else reject("hessian", "gauss_newton, exact or auto", s.hessian);
   if (s.globalization == "merit") o.globalization = Globalization::Merit;
   else if (s.globalization == "filter") o.globalization = Globalization::Filter;
   else if (s.globalization == "none") o.globalization = Globalization::None;

@@ -184,7 +184,7 @@ Solver::Impl::Impl(problems::Problem p, const SolverOptions& options)
   term_gx.assign(static_cast<std::size_t>(max_dim) * nx, 0.0);
   term_gu.assign(static_cast<std::size_t>(max_dim) * nu, 0.0);
   nonzero.assign(static_cast<std::size_t>(nw), 0);
-  if (opt.hessian == Hessian::Exact) {
+  if (opt.hessian != Hessian::GaussNewton) {
     fd_w.assign(static_cast<std::size_t>(nw), 0.0);
     fd_plus.assign(static_cast<std::size_t>(nw), 0.0);
     fd_minus.assign(static_cast<std::size_t>(nw), 0.0);
@@ -194,6 +194,7 @@ Solver::Impl::Impl(problems::Problem p, const SolverOptions& options)
   }
 
   filter.assign(static_cast<std::size_t>(opt.max_iter) + 1, {0.0, 0.0});
+  if (opt.hessian == Hessian::Auto) contraction.assign(static_cast<std::size_t>(opt.max_iter) + 1, 0.0);
   stats.per_iteration.assign(static_cast<std::size_t>(opt.max_iter) + 1, IterationStats{});
   stats.linsys = lq_solver.linsys();
   std::snprintf(sol.message_.data(), sol.message_.size(), "%s", describe(Status::NotRun));
@@ -256,8 +257,10 @@ void Solver::Impl::record_allocation_sizes() {
           vector_bytes(sol.y) + vector_bytes(s) + vector_bytes(ds) + vector_bytes(dz) + vector_bytes(dy) +
           vector_bytes(s_trial) + vector_bytes(grad_x) + vector_bytes(grad_u) + vector_bytes(x_trial) +
           vector_bytes(u_trial) + vector_bytes(x_next) + vector_bytes(term_g) + vector_bytes(term_gx) +
-          vector_bytes(term_gu) + vector_bytes(nonzero) + vector_bytes(filter) + vector_bytes(fd_w) + vector_bytes(fd_plus) +
-          vector_bytes(fd_minus) + vector_bytes(fd_H) + vector_bytes(fd_A) + vector_bytes(fd_B) + vector_bytes(probe_save) + vector_bytes(stats.per_iteration) + vector_bytes(costs);
+          vector_bytes(term_gu) + vector_bytes(nonzero) + vector_bytes(filter) + vector_bytes(contraction) +
+          vector_bytes(fd_w) + vector_bytes(fd_plus) + vector_bytes(fd_minus) + vector_bytes(fd_H) +
+          vector_bytes(fd_A) + vector_bytes(fd_B) + vector_bytes(probe_save) + vector_bytes(stats.per_iteration) +
+          vector_bytes(costs);
   for (const Rows* r : {&ineq, &eq})
     bytes += vector_bytes(r->terms) + vector_bytes(r->offset) + vector_bytes(r->value) + vector_bytes(r->jac) +
              vector_bytes(r->trial) + vector_bytes(r->jdw);
@@ -318,9 +321,39 @@ bool Solver::Impl::end_acceptable(Status status) {
   return true;
 }
 
-// The SQP loop. Iterate i is linearized once; its residuals decide convergence, and otherwise one
-// step (LQ subproblem, slack and dual recovery, line search) leads to iterate i + 1. At most
-// max_steps steps; a real-time call returns after its last step without linearizing the new iterate.
+// hessian auto. Gauss-Newton converges linearly, at a rate set by the curvature it leaves out
+// (lambda' d2F + z' d2g): where that is small it is as fast as Newton and cheaper per iteration, where
+// it is large the tail crawls (iiwa14_reach: 72 Gauss-Newton iterations, 18 under auto). A step's
+// contraction is the barrier problem's KKT error at the new iterate over the error it started from,
+// both at the step's mu. After hessian_switch_window full Gauss-Newton steps in a row (step length 1:
+// the local regime, not the line search's) whose contractions multiply to more than
+// hessian_switch_ratio^window, this iterate is linearized again with the exact Hessian, whose steps
+// converge quadratically from there. False when that linearization failed (its status is set).
+// Not on the Schur backends: they need every stage block [Q S'; S R] positive definite, which the
+// exact Hessian's are not in general even at a minimizer (riccati needs only R + B'PB), so their
+// exact steps are regularized ones and gain nothing (docs/BENCHMARKS.md); there auto is Gauss-Newton.
+bool Solver::Impl::choose_hessian(const Residuals& res, int iter) {
+  if (iter == 0 || lq_solver.linsys() == Linsys::Bdsv || lq_solver.linsys() == Linsys::Pcg) return true;
+  const IterationStats& last = stats.per_iteration[static_cast<std::size_t>(iter - 1)];
+  const bool full_gauss_newton = !last.exact_hessian && !last.restoration && last.step == 1.0;
+  contraction[static_cast<std::size_t>(iter - 1)] = step_error > 0 ? res.barrier_error / step_error : 0.0;
+  full_steps = full_gauss_newton ? full_steps + 1 : 0;
+  const int window = opt.hessian_switch_window;
+  if (exact_now || full_steps < window) return true;
+  double product = 1;
+  for (int j = iter - window; j < iter; ++j) product *= contraction[static_cast<std::size_t>(j)];
+  if (!(product > std::pow(opt.hessian_switch_ratio, window))) return true;
+  exact_now = true;
+  const Clock::time_point t = Clock::now();
+  const bool ok = linearize();
+  stats.time.linearize += seconds_since(t);
+  return ok;
+}
+
+// The SQP loop. Iterate i is linearized once (twice where hessian auto switches at it); its
+// residuals decide convergence, and otherwise one step (LQ subproblem, slack and dual recovery, line
+// search) leads to iterate i + 1. At most max_steps steps; a real-time call returns after its last
+// step without linearizing the new iterate.
 // The time limit is checked at each iterate and inside the long inner loops (pcg iterations, the
 // Schur refinement, regularization retries, line-search trials); a step cut short is dropped whole,
 // so the solve ends at the last accepted iterate.
@@ -343,6 +376,8 @@ Status Solver::Impl::solve(int max_steps, bool real_time) {
   rows_reported = 0;
   interrupt = false;
   acceptable_run = 0;
+  exact_now = opt.hessian == Hessian::Exact;
+  full_steps = 0;
   penalty = 0;
   for (double v : problem.x0)
     if (!std::isfinite(v)) {
@@ -444,9 +479,13 @@ Status Solver::Impl::solve(int max_steps, bool real_time) {
       break;
     }
 
+    if (opt.hessian == Hessian::Auto && !choose_hessian(res, iter)) break;  // linearize() set the status
+    it.exact_hessian = exact_now;
+
     t = Clock::now();
     const double mu_before = mu;
     update_barrier(res);
+    step_error = res.barrier_error;
     if (mu != mu_before) filter_size = 0;  // a new barrier problem starts a new filter
     add_barrier_terms();
     it.mu = mu;
@@ -488,6 +527,12 @@ Status Solver::Impl::solve(int max_steps, bool real_time) {
       // the step can resolve, not a failure.
       if (sol.status == Status::LineSearchFailed || sol.status == Status::Infeasible) end_acceptable(sol.status);
       break;
+    }
+    // An exact Hessian that needed regularization is indefinite: away from a minimizer, where
+    // Gauss-Newton's positive semidefinite model is the safer one until it stalls again.
+    if (opt.hessian == Hessian::Auto && exact_now && (it.regularization > 0 || restored)) {
+      exact_now = false;
+      full_steps = 0;
     }
     if (restored) {
       alpha_dual = 0;  // restore() moved x and s; the multipliers wait for the next step
@@ -532,7 +577,8 @@ double estimate_workspace_bytes(const problems::Problem& p, const SolverOptions&
   double doubles = lq_data(nx) + (rate ? lq_data(nl) + 2 * (N + 1) * nu * nu : 0);
   doubles += (N + 1) * nl * nl + N * nu * nu + N * nl * nu + 2 * nl * nl + nl * nu + 2 * (N + 1) * (nl + nu);
   doubles += 6 * nx * nx + 5 * nx * nu;  // the integrator's sensitivities and LU
-  if (o.hessian == Hessian::Exact) doubles += (nx + nu) * (nx + nu) + nx * nx + nx * nu;
+  if (o.hessian != Hessian::GaussNewton) doubles += (nx + nu) * (nx + nu) + nx * nx + nx * nu;
+  if (o.hessian == Hessian::Auto) doubles += o.max_iter + 1;  // the steps' contractions
   double rows = 0;
   for (const auto& c : p.constraints)
     for (int k = 0; k <= p.horizon.N; ++k)

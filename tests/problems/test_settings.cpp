@@ -34,7 +34,7 @@ TEST(Settings, SolverNamesTheFirstInvalidField) {
        "tol_complementarity must be a finite number > 0, found inf"},
       {[](SolverSettings& s) { s.linsys = "lu"; },
        "linsys must be one of auto, pcg, bdsv, riccati or kkt_ldlt, found 'lu'"},
-      {[](SolverSettings& s) { s.hessian = "bfgs"; }, "hessian must be one of gauss_newton or exact, found 'bfgs'"},
+      {[](SolverSettings& s) { s.hessian = "bfgs"; }, "hessian must be one of gauss_newton, exact or auto, found 'bfgs'"},
       {[](SolverSettings& s) { s.globalization = "linesearch"; },
        "globalization must be one of filter, merit or none, found 'linesearch'"},
       {[](SolverSettings& s) { s.pcg_tol = -1e-12; }, "pcg_tol must be a finite number > 0, found -1e-12"},

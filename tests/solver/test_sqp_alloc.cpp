@@ -1,7 +1,8 @@
 // Solver::solve allocates nothing: this executable replaces the global operator new (every form) with
 // a counting one and requires zero allocations over several solves, warm-started MPC steps
 // (set_initial_state, set_reference, shift) and real-time iterations, for problems that exercise
-// every path: inequality and equality rows, kinematics, the exact Hessian, every LQ backend.
+// every path: inequality and equality rows, kinematics, the exact Hessian and hessian auto's switch to
+// it, every LQ backend.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -89,6 +90,25 @@ TEST(SqpAlloc, EveryBackendAllocatesNothing) {
 TEST(SqpAlloc, RealTimeIterationAllocatesNothing) {
   expect_allocation_free("cartpole_swingup", {}, true);
   expect_allocation_free("pendulum_swingup", {}, true);
+}
+
+// hessian auto's switch (a second linearization of the iterate, with the exact Hessian from then on)
+// inside the counted region: in closed form on the cart-pole start whose Gauss-Newton tail stalls,
+// differenced on iiwa14_reach.
+TEST(SqpAlloc, HessianAutoSwitchAllocatesNothing) {
+  problems::Problem cartpole = load_config("cartpole_swingup");
+  const auto x0 = cartpole_starts(46)[45];
+  cartpole.x0.assign(x0.begin(), x0.end());
+  for (const problems::Problem& p : {cartpole, load_config("iiwa14_reach")}) {
+    SCOPED_TRACE(p.name);
+    solver::Solver s(p, sqp_options(p));
+    solver::Status st = solver::Status::NotRun;
+    EXPECT_EQ(allocations_during([&] { st = s.solve(); }), 0);
+    EXPECT_EQ(st, solver::Status::Solved) << s.solution().message();
+    int exact = 0;
+    for (const auto& row : s.stats().history()) exact += row.exact_hessian ? 1 : 0;
+    EXPECT_GT(exact, 0);
+  }
 }
 
 // Failing solves report through the status without allocating either.

@@ -24,6 +24,9 @@ TEST(SqpOptions, ValidateNamesTheBadField) {
       {"tol_feasibility", [](SolverOptions& o) { o.tol_feasibility = NAN; }},
       {"tol_complementarity", [](SolverOptions& o) { o.tol_complementarity = -1e-8; }},
       {"lq.pcg_max_iters", [](SolverOptions& o) { o.lq.pcg_max_iters = 0; }},
+      {"hessian_switch_ratio", [](SolverOptions& o) { o.hessian_switch_ratio = 1; }},
+      {"hessian_switch_ratio", [](SolverOptions& o) { o.hessian_switch_ratio = 0; }},
+      {"hessian_switch_window", [](SolverOptions& o) { o.hessian_switch_window = 0; }},
       {"reg_growth", [](SolverOptions& o) { o.reg_growth = 1; }},
       {"reg_max", [](SolverOptions& o) { o.reg_max = 1e-9; }},
       {"mu_min", [](SolverOptions& o) { o.mu_min = 1; }},
@@ -84,6 +87,12 @@ TEST(SqpOptions, FromSettingsMapsEveryField) {
     s.linsys = name;
     EXPECT_STREQ(to_string(from_settings(s).lq.linsys), name);
   }
+  for (const char* name : {"auto", "gauss_newton", "exact"}) {
+    s.hessian = name;
+    EXPECT_STREQ(to_string(from_settings(s).hessian), name);
+  }
+  EXPECT_EQ(from_settings(problems::SolverSettings{}).hessian, Hessian::Auto);  // the default
+  EXPECT_EQ(SolverOptions{}.hessian, Hessian::Auto);
   for (const char* name : {"merit", "filter", "none"}) {
     s.globalization = name;
     EXPECT_STREQ(to_string(from_settings(s).globalization), name);

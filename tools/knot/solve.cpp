@@ -64,16 +64,18 @@ std::string yaml_string(std::string_view text) {
 // ---- The live iteration table (-v), printed by the solver's iteration callback.
 
 void print_table_header(std::FILE* out) {
-  fmt::print(out, " iter  {:<9} {:<20} {:<10} {:<10} {:<10} {:<9} {:<9} {:<9} {:<4} {:<9} {}\n", "time ms", "cost",
-               "stationar.", "feasib.", "complem.", "mu", "step", "dual step", "bt", "reg", "lq iters");
+  fmt::print(out, " iter  {:<9} {:<20} {:<10} {:<10} {:<10} {:<9} {:<9} {:<9} {:<4} {:<9} {:<7} {}\n", "time ms",
+               "cost", "stationar.", "feasib.", "complem.", "mu", "step", "dual step", "bt", "reg", "hessian",
+               "lq iters");
   std::fflush(out);
 }
 
 bool print_table_row(const solver::IterationStats& it, int iteration, void* user) {
   auto* out = static_cast<std::FILE*>(user);
-  fmt::print(out, " {:4}  {:<9.3f} {:<20.12g} {:<10.3e} {:<10.3e} {:<10.3e} {:<9.2e} {:<9.3g} {:<9.3g} {:<4} {:<9.2e} {}\n", iteration,
-               1e3 * it.seconds, it.cost, it.stationarity, it.feasibility, it.complementarity, it.mu, it.step,
-               it.dual_step, it.backtracks, it.regularization, it.lq_iterations);
+  fmt::print(out, " {:4}  {:<9.3f} {:<20.12g} {:<10.3e} {:<10.3e} {:<10.3e} {:<9.2e} {:<9.3g} {:<9.3g} {:<4} {:<9.2e} {:<7} {}\n",
+               iteration, 1e3 * it.seconds, it.cost, it.stationarity, it.feasibility, it.complementarity, it.mu,
+               it.step, it.dual_step, it.backtracks, it.regularization, it.exact_hessian ? "exact" : "gn",
+               it.lq_iterations);
   std::fflush(out);
   return true;
 }
@@ -145,6 +147,7 @@ nlohmann::ordered_json stats_json(const problems::Problem& p, const Report& r) {
                          {"dual_step", json_number(it.dual_step)},
                          {"backtracks", it.backtracks},
                          {"regularization", json_number(it.regularization)},
+                         {"hessian", it.exact_hessian ? "exact" : "gauss_newton"},
                          {"lq_iterations", it.lq_iterations}});
     }
   } else {  // IPOPT: its own time only, no phases, no rows

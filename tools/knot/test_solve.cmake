@@ -76,7 +76,7 @@ function(check_out_dir config out)
     fail("stats.json: ${rows} history rows for ${iterations} iterations, expected ${expected_rows}")
   endif()
   foreach(key iteration seconds cost stationarity feasibility complementarity mu step dual_step backtracks
-              regularization lq_iterations)
+              regularization hessian lq_iterations)
     string(JSON type ERROR_VARIABLE err TYPE "${stats}" history 0 ${key})
     if(err)
       fail("stats.json: history row 0 has no field '${key}'")

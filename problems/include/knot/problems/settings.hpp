@@ -19,7 +19,7 @@ struct SolverSettings {
   double tol_feasibility = 1e-8;   // dynamics defects and constraint violation, inf-norm
   double tol_complementarity = 1e-8;
   std::string linsys = "auto";     // pcg | bdsv | riccati | kkt_ldlt | auto
-  std::string hessian = "gauss_newton";  // gauss_newton | exact
+  std::string hessian = "auto";   // auto | gauss_newton | exact
   std::string globalization = "filter";  // filter (Waechter-Biegler) | merit (l1, Armijo) | none
   double pcg_tol = 1e-12;
   int pcg_max_iter = 1000;

@@ -22,7 +22,10 @@ const char* to_string(Globalization globalization);
 
 enum class Hessian {
   GaussNewton,  // the cost terms' J'WJ; the curvature of dynamics and constraints is left out
-  Exact,        // the Lagrangian's Hessian per knot, by central differences of its analytic gradient
+  Exact,        // the Lagrangian's Hessian per knot: closed form where the model has second derivatives,
+                // else central differences of its analytic gradient
+  Auto,         // Gauss-Newton while its steps contract the KKT error fast, the exact Hessian once they
+                // stall (hessian_switch_ratio, hessian_switch_window)
 };
 const char* to_string(Hessian hessian);
 
@@ -63,7 +66,17 @@ struct SolverOptions {
 
   // ---- The LQ subproblem (backend, PCG tolerance, Schur regularization) and its Hessian
   LqOptions lq;
-  Hessian hessian = Hessian::GaussNewton;
+  Hessian hessian = Hessian::Auto;
+  // hessian auto: an iterate switches to the exact Hessian after hessian_switch_window full
+  // Gauss-Newton steps (step length 1) in a row whose contractions of the barrier problem's KKT error
+  // (error after / error before, at the step's mu) multiply to more than
+  // hessian_switch_ratio^hessian_switch_window: Gauss-Newton's linear tail, at a rate the left-out
+  // curvature sets. It returns to Gauss-Newton after an exact step that needed regularization or the
+  // feasibility fallback (the exact Hessian is indefinite away from a minimizer). Each solve() starts
+  // with Gauss-Newton; a real-time iteration (one step per call) never switches, nor do the Schur
+  // backends (bdsv, pcg: they need positive definite stage blocks, docs/solver.md).
+  double hessian_switch_ratio = 0.7;
+  int hessian_switch_window = 5;
   // The accuracy of each step's LQ on the Schur backends (bdsv, pcg; riccati and kkt_ldlt are exact
   // to rounding and ignore it). 0: every row of its KKT residual at rounding level, the setting at which
   // every backend reaches riccati's verdict and point (docs/solver-lq.md). > 0: inexact Newton (Dembo,

@@ -29,6 +29,7 @@ struct IterationStats {
   double seconds = 0;          // wall clock since solve() began, when the row became final
   int backtracks = 0;          // rejected line-search trials
   bool restoration = false;    // the step was the feasibility fallback (a rollout of the controls)
+  bool exact_hessian = false;  // the step's Hessian was the exact one (hessian exact, or auto once switched)
   int lq_iterations = 0;       // pcg iterations of the LQ solve (all tries); 0 for direct backends
   LqStatus lq_status = LqStatus::Solved;
   // What the step solved: the inf-norm of its LQ's KKT residual and the tolerance it was held to
