@@ -28,6 +28,13 @@
 // factorization. The same refinement runs after every solve, regularized or not: an interior point's
 // barrier terms make S ill-conditioned enough that a plain bdsv or pcg answer misses the tolerance
 // (LqSolver::set_tolerance) the caller needs. docs/solver-lq.md records the accuracy.
+//
+// The Riccati fallback (LqOptions::riccati_fallback): this method needs every G_k positive definite
+// (then the whole Hessian is, so its reduced Hessian is, and Riccati succeeds too), Riccati only the
+// reduced Hessian. A solve that fails here (a G_k + rho_k I that is not positive definite, S or its
+// preconditioner not factoring) or whose refinement stalls (the proximal iteration diverges exactly
+// when the reduced Hessian has a negative eigenvalue) is handed to a Riccati backend on the same data:
+// the status is then Riccati's at every regularization the SQP tries, and the answer its too.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -371,6 +378,7 @@ class SchurBackend final : public LqBackend {
           arena_.at(o[9]),  arena_.at(o[10]), arena_.at(o[11]), arena_.at(o[12]), arena_.at(o[13]),
           arena_.at(o[14]), arena_.at(o[15]), arena_.at(o[16]), arena_.at(o[17]),
           pcg_ ? arena_.at(o[18]) : nullptr, fallback ? arena_.at(o[19]) : nullptr, nullptr};
+    if (opt.riccati_fallback) riccati_ = make_riccati(nx, nu, N, opt);
     // The stage blocks' order m = nx + nu is fixed at compile time even where nu is not.
     dispatch_one(StageSizes{}, m, [&](auto MM) { w_.inverse = &stage_inverse<decltype(MM)::value>; });
     dispatch_sizes<SmallSizes, NoSizes>(nx, nu, [&](auto NX, auto NU) {
@@ -416,6 +424,28 @@ class SchurBackend final : public LqBackend {
   }
 
   LqStatus solve(const LqData& d, LqSolution& s, LqStats& st) override {
+    const LqStatus status = solve_schur(d, s, st);
+    if (riccati_ == nullptr || (status != LqStatus::NotPositiveDefinite && status != LqStatus::MaxIterations))
+      return status;
+    // Riccati's status and answer; what the Schur attempt counted (regularized stages, refinement
+    // steps, pcg iterations) stays in the stats.
+    const Linsys own = st.linsys;
+    st.failed_stage = -1;
+    const LqStatus fallback = riccati_->solve(d, s, st);
+    st.linsys = own;
+    st.riccati_fallback = true;
+    st.kkt_residual = 0;  // exact to rounding, as for Riccati itself
+    return fallback;
+  }
+
+  std::size_t bytes() const override {
+    return arena_.bytes() + sizeof(*this) + (riccati_ != nullptr ? riccati_->bytes() : 0);
+  }
+
+ private:
+  enum class Outcome { Converged, NotConverged, Stopped };
+
+  LqStatus solve_schur(const LqData& d, LqSolution& s, LqStats& st) {
     const int nx = dm_.nx, nu = dm_.nu, N = dm_.N, m = nx + nu, nb = N + 1;
     st.linsys = pcg_ ? Linsys::Pcg : Linsys::Bdsv;
     direct_ = false;
@@ -475,11 +505,6 @@ class SchurBackend final : public LqBackend {
     if (!solution_finite(s) || (status != LqStatus::Solved && !data_finite(d))) return LqStatus::NonFinite;
     return status;
   }
-
-  std::size_t bytes() const override { return arena_.bytes() + sizeof(*this); }
-
- private:
-  enum class Outcome { Converged, NotConverged, Stopped };
 
   // (x, u, lambda) <- the solution for the right-hand side in w_.a, w_.b; the lambda iteration starts
   // from w_.lam's interior (pcg). NotConverged: pcg ran out of iterations; Stopped: it passed the
@@ -581,6 +606,7 @@ class SchurBackend final : public LqBackend {
   bool pcg_;
   Arena arena_;
   SchurWork w_{};
+  std::unique_ptr<LqBackend> riccati_;  // LqOptions::riccati_fallback, else null
   int (*assemble_)(const Dims&, const LqData&, const SchurWork&, double, LqStats&) = nullptr;
   void (*rhs_)(const Dims&, const LqData&, const SchurWork&) = nullptr;
   void (*recover_)(const Dims&, const LqData&, const SchurWork&, double*, double*) = nullptr;
