@@ -336,6 +336,7 @@ Status Solver::Impl::solve(int max_steps, bool real_time) {
   stats.lq_iterations = 0;
   stats.regularized = 0;
   stats.restorations = 0;
+  stats.riccati_fallbacks = 0;
   stats.max_regularization = 0;
   stats.time = PhaseTimes{};
   sol.iterations = 0;

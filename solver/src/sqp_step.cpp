@@ -153,6 +153,8 @@ bool Solver::Impl::solve_lq(IterationStats& it) {
   }
   reg_last = reg;
   it.regularization = reg;
+  it.lq_riccati_fallback = lq_solver.stats().riccati_fallback;
+  stats.riccati_fallbacks += it.lq_riccati_fallback;
   if (reg > 0) {
     ++stats.regularized;
     stats.max_regularization = std::max(stats.max_regularization, reg);

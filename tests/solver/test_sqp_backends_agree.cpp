@@ -92,6 +92,7 @@ TEST(SqpBackendsAgree, AStalledLqStepIsANamedNumericalError) {
   o.lq.linsys = Linsys::Pcg;
   o.lq.pcg_max_iters = 1;
   o.lq.pcg_direct_fallback = false;
+  o.lq.riccati_fallback = false;  // else the Riccati recursion answers the stalled step
   solver::Solver s(std::move(p), o);
   EXPECT_EQ(s.solve(), Status::NumericalError);
   EXPECT_NE(std::string(s.solution().message()).find("pcg LQ step stalled at KKT residual"), std::string::npos)
@@ -106,11 +107,43 @@ TEST(SqpBackendsAgree, AStalledLqStepIsANamedNumericalError) {
             Status::Solved);
 }
 
+// Indefinite stage Hessians (the exact Hessian of acrobot_swingup and unicycle_obstacles): the Schur
+// backends answer those steps by the Riccati fallback, so they take riccati's Hessian regularization
+// and solve. Negative control: without the fallback they need every stage block G_k positive
+// definite, regularize far more than riccati and do not reach its verdict (measured: numerical_error,
+// regularization exhausted, on acrobot_swingup; max_iterations on unicycle_obstacles).
+TEST(SqpBackendsAgree, IndefiniteStageHessiansTakeTheRiccatiFallback) {
+  for (const char* name : {"acrobot_swingup", "unicycle_obstacles"}) {
+    const problems::Problem p = load_config(name);
+    const Outcome ref = run(p, Linsys::Riccati);
+    ASSERT_EQ(ref.status, Status::Solved) << name;
+    for (const Linsys linsys : {Linsys::Bdsv, Linsys::Pcg}) {
+      if (kSanitized && linsys == Linsys::Pcg) continue;
+      SCOPED_TRACE(std::string(name) + " " + solver::to_string(linsys));
+      for (const bool fallback : {true, false}) {
+        solver::SolverOptions o = solver::from_settings(p.solver);
+        o.lq.linsys = linsys;
+        o.lq.riccati_fallback = fallback;
+        solver::Solver s(p, o);
+        const Status st = s.solve();
+        if (fallback) {
+          EXPECT_EQ(st, Status::Solved);
+          EXPECT_NEAR(s.solution().cost, ref.cost, kCostRel * std::abs(ref.cost));
+          EXPECT_GT(s.stats().riccati_fallbacks, 0);
+          int rows = 0;
+          for (const solver::IterationStats& it : s.stats().history()) rows += it.lq_riccati_fallback;
+          EXPECT_EQ(rows, s.stats().riccati_fallbacks);
+        } else {
+          EXPECT_NE(st, Status::Solved);
+          EXPECT_EQ(s.stats().riccati_fallbacks, 0);
+        }
+      }
+    }
+  }
+}
+
 // Each config solved by every backend: riccati's verdict, and its cost on a solved config. Left out:
-// the *_mpc configs (the closed loop, not one solve), and acrobot_swingup and unicycle_obstacles,
-// whose stage Hessians are indefinite: the Schur backends need every stage block G_k positive
-// definite and so take the SQP's Hessian regularization where riccati (R_k + B_k'P_{k+1}B_k alone)
-// does not, a different step and path (docs/solver-lq.md).
+// the *_mpc configs (the closed loop, not one solve).
 class SqpBackendsAgreeOnConfig : public testing::TestWithParam<const char*> {};
 
 TEST_P(SqpBackendsAgreeOnConfig, SameVerdictAndCost) {
@@ -130,7 +163,8 @@ INSTANTIATE_TEST_SUITE_P(Configs, SqpBackendsAgreeOnConfig,
                          testing::Values("bryson_denham", "cartpole_swingup", "cartpole_swingup_smooth",
                                          "chain_of_masses", "double_integrator_lqr",
                                          "double_integrator_rest_to_rest", "iiwa14_gravity_limits", "iiwa14_reach",
-                                         "pendulum_swingup", "quadrotor_to_point"));
+                                         "pendulum_swingup", "quadrotor_to_point", "acrobot_swingup",
+                                         "unicycle_obstacles"));
 
 }  // namespace
 }  // namespace knot::test
