@@ -235,6 +235,21 @@ void schur_recover(const Dims& dm, const LqData& d, const SchurWork& w, double* 
   }
 }
 
+// x_0 = x_init, x_{k+1} = A_k x_k + B_k u_k + c_k: an inexact answer's states made to satisfy the
+// dynamics rows to rounding, so what the tolerance admits sits in the stationarity rows only.
+template <int NX, int NU>
+void schur_rollout(const Dims& dm, const LqData& d, LqSolution& s) {
+  const int nx = linalg::extent<NX>(dm.nx), nu = linalg::extent<NU>(dm.nu), N = dm.N;
+  Serial g;
+  std::memcpy(s.x_k(0), d.x_init.data(), static_cast<std::size_t>(nx) * sizeof(double));
+  for (int k = 0; k < N; ++k) {
+    double* xn = s.x_k(k + 1);
+    std::memcpy(xn, d.c_k(k), static_cast<std::size_t>(nx) * sizeof(double));
+    linalg::gemv<Trans::No, NX, NX>(g, nx, nx, 1.0, d.A_k(k), nx, s.x_k(k), 1.0, xn);
+    linalg::gemv<Trans::No, NX, NU>(g, nx, nu, 1.0, d.B_k(k), nx, s.u_k(k), 1.0, xn);
+  }
+}
+
 // The residual's inf-norm and how far it is from acceptable: the largest |r_i| / max(tol, floor_i),
 // floor_i the rounding level of row i (per row: an interior point's barrier terms of 1e10 make some
 // rows large and leave others small). NaN: ratio NaN.
@@ -387,6 +402,7 @@ class SchurBackend final : public LqBackend {
       rhs_ = &schur_rhs<X, U>;
       recover_ = &schur_recover<X, U>;
       residual_ = &kkt_residual<X, U>;
+      rollout_ = &schur_rollout<X, U>;
       factor_ = [](int nb, int bs, double* strips, int* fail) {
         Serial g;
         linalg::bdsv_factor<true, X>(g, nb, bs, strips, nullptr, fail);
@@ -492,6 +508,11 @@ class SchurBackend final : public LqBackend {
     const Outcome outcome = apply(d, s.x.data(), s.u.data(), s.lambda.data(), st);
     st.pcg_iterations = st.pcg_iterations_total;
     if (outcome == Outcome::Stopped) return LqStatus::Interrupted;
+    // An inexact solve (a positive tolerance from the caller, SolverOptions::lq_forcing): the SQP
+    // turns a residual left in a dynamics row into outer infeasibility (amplified by an equality
+    // row's 1/delta), one left in a stationarity row only into a less exact Newton direction.
+    roll_ = tolerance > 0 && opt_.inexact_rollout;
+    if (roll_) rollout_(dm_, d, s);
     // pcg out of iterations: the iterate is judged by its residual like any other, but further pcg
     // corrections would run out the same way.
     if (outcome == Outcome::NotConverged && !to_direct()) {
@@ -577,6 +598,7 @@ class SchurBackend final : public LqBackend {
       for (std::size_t i = 0; i < nxs; ++i) s.x[i] += w_.dx[i];
       for (std::size_t i = 0; i < nus; ++i) s.u[i] += w_.du[i];
       for (std::size_t i = 0; i < nxs; ++i) s.lambda[i] += w_.dl[i];
+      if (roll_) rollout_(dm_, d, s);
       ++st.refinement_steps;
       ++steps;
       const KktCheck next = residual_(dm_, d, s, w_, tol_);
@@ -586,6 +608,7 @@ class SchurBackend final : public LqBackend {
         for (std::size_t i = 0; i < nxs; ++i) s.x[i] -= w_.dx[i];
         for (std::size_t i = 0; i < nus; ++i) s.u[i] -= w_.du[i];
         for (std::size_t i = 0; i < nxs; ++i) s.lambda[i] -= w_.dl[i];
+        if (roll_) rollout_(dm_, d, s);
         c = residual_(dm_, d, s, w_, tol_);  // the right-hand side of the next correction
         if (to_direct()) {
           steps = 0;
@@ -611,6 +634,8 @@ class SchurBackend final : public LqBackend {
   void (*rhs_)(const Dims&, const LqData&, const SchurWork&) = nullptr;
   void (*recover_)(const Dims&, const LqData&, const SchurWork&, double*, double*) = nullptr;
   KktCheck (*residual_)(const Dims&, const LqData&, const LqSolution&, const SchurWork&, double) = nullptr;
+  void (*rollout_)(const Dims&, const LqData&, LqSolution&) = nullptr;
+  bool roll_ = false;     // LqOptions::inexact_rollout and a positive tolerance from the caller
   double tol_ = 0;        // the tolerance of the solve in progress
   bool direct_ = false;   // pcg switched to the block Cholesky fallback during this solve
   void (*factor_)(int, int, double*, int*) = nullptr;

@@ -170,6 +170,30 @@ TEST(LqSchur, SetToleranceBoundsTheKktResidual) {
   }
 }
 
+// An inexact solve (a positive tolerance) rolls the states forward through the dynamics: the
+// dynamics rows hold to rounding and the residual the tolerance admits is in the stationarity rows.
+// Negative control: without the rollout the same loose pcg solve leaves it in the dynamics rows too.
+TEST(LqSchur, InexactSolvesKeepTheDynamicsRowsExact) {
+  Rng rng(32);
+  const LqData d = random_lq(rng, 6, 2, 40);
+  for (const bool rollout : {true, false}) {
+    SCOPED_TRACE(rollout ? "rollout" : "no rollout");
+    LqOptions o = with(Linsys::Pcg);
+    o.inexact_rollout = rollout;
+    LqSolver s(d.nx, d.nu, d.N, o);
+    LqSolution sol = poisoned_solution(d.nx, d.nu, d.N);
+    s.set_tolerance(1e-3);
+    ASSERT_EQ(s.solve(d, sol), LqStatus::Solved);
+    const solver::LqResidual r = solver::lq_kkt_residual(d, sol);
+    EXPECT_LE(std::max(r.stationarity, r.feasibility), 1e-3);
+    if (rollout) {
+      EXPECT_LT(r.feasibility, 1e-12);
+    } else {
+      EXPECT_GT(r.feasibility, 1e-10);
+    }
+  }
+}
+
 TEST(LqSchur, PcgWarmStartFromTheSolutionNeedsFewIterations) {
   Rng rng(25);
   const LqData d = random_lq(rng, 7, 3, 25);

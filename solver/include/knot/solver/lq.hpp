@@ -98,6 +98,11 @@ struct LqOptions {
   // diagonal for the Schur backends than for Riccati and they follow another path. One more Riccati
   // workspace. Off: those solves end NotPositiveDefinite or MaxIterations.
   bool riccati_fallback = true;
+  // Bdsv, Pcg with a positive LqSolver::set_tolerance (an inexact Newton step): after every solve and
+  // refinement step, x is rolled forward through the dynamics from x_init and u, so the dynamics rows
+  // hold to rounding and the residual the tolerance admits sits in the stationarity rows only (an SQP
+  // turns a dynamics-row residual into outer infeasibility; docs/solver-lq.md measures the verdicts).
+  bool inexact_rollout = true;
 
   // KktLdlt: steps of iterative refinement after the solve (each costs one more solve).
   int kkt_refinement = 1;
