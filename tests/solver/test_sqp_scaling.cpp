@@ -68,7 +68,9 @@ TEST(SqpScaling, BadlyScaledFeasibleProblemsAreSolvedNotInfeasible) {
 }
 
 // bryson_denham with weights x1e12: bdsv and pcg solve it through the Riccati fallback on the steps
-// whose Schur refinement stalls; without the fallback (negative control) those steps end the solve.
+// whose Schur refinement stalls. Negative control: without the fallback those steps stall
+// (MaxIterations in the history) and the solve ends unsolved (release builds) or goes on from a step
+// accepted below the iterate's KKT error (bdsv under the sanitizers' -O1, other rounding).
 TEST(SqpScaling, SchurBackendsTakeTheRiccatiFallbackWhereTheirRefinementStalls) {
   const problems::Problem p = load_config("bryson_denham", {"costs[0].weights=[1e12]"});
   for (const Linsys linsys : {Linsys::Bdsv, Linsys::Pcg}) {
@@ -83,7 +85,14 @@ TEST(SqpScaling, SchurBackendsTakeTheRiccatiFallbackWhereTheirRefinementStalls) 
         EXPECT_TRUE(solver::is_solved(status)) << s.solution().message();
         EXPECT_GT(s.stats().riccati_fallbacks, 0);
       } else {
-        EXPECT_FALSE(solver::is_solved(status));
+        bool stalled = false;
+        for (const solver::IterationStats& it : s.stats().history())
+          stalled = stalled || it.lq_status == solver::LqStatus::MaxIterations;
+        EXPECT_TRUE(stalled);
+        EXPECT_EQ(s.stats().riccati_fallbacks, 0);
+        if (!knot::test::kUnderSanitizer) {
+          EXPECT_FALSE(solver::is_solved(status));
+        }
       }
     }
   }
