@@ -28,6 +28,13 @@
 // factorization. The same refinement runs after every solve, regularized or not: an interior point's
 // barrier terms make S ill-conditioned enough that a plain bdsv or pcg answer misses the tolerance
 // (LqSolver::set_tolerance) the caller needs. docs/solver-lq.md records the accuracy.
+//
+// The Riccati fallback (LqOptions::riccati_fallback): this method needs every G_k positive definite
+// (then the whole Hessian is, so its reduced Hessian is, and Riccati succeeds too), Riccati only the
+// reduced Hessian. A solve that fails here (a G_k + rho_k I that is not positive definite, S or its
+// preconditioner not factoring) or whose refinement stalls (the proximal iteration diverges exactly
+// when the reduced Hessian has a negative eigenvalue) is handed to a Riccati backend on the same data:
+// the status is then Riccati's at every regularization the SQP tries, and the answer its too.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -228,6 +235,21 @@ void schur_recover(const Dims& dm, const LqData& d, const SchurWork& w, double* 
   }
 }
 
+// x_0 = x_init, x_{k+1} = A_k x_k + B_k u_k + c_k: an inexact answer's states made to satisfy the
+// dynamics rows to rounding, so what the tolerance admits sits in the stationarity rows only.
+template <int NX, int NU>
+void schur_rollout(const Dims& dm, const LqData& d, LqSolution& s) {
+  const int nx = linalg::extent<NX>(dm.nx), nu = linalg::extent<NU>(dm.nu), N = dm.N;
+  Serial g;
+  std::memcpy(s.x_k(0), d.x_init.data(), static_cast<std::size_t>(nx) * sizeof(double));
+  for (int k = 0; k < N; ++k) {
+    double* xn = s.x_k(k + 1);
+    std::memcpy(xn, d.c_k(k), static_cast<std::size_t>(nx) * sizeof(double));
+    linalg::gemv<Trans::No, NX, NX>(g, nx, nx, 1.0, d.A_k(k), nx, s.x_k(k), 1.0, xn);
+    linalg::gemv<Trans::No, NX, NU>(g, nx, nu, 1.0, d.B_k(k), nx, s.u_k(k), 1.0, xn);
+  }
+}
+
 // The residual's inf-norm and how far it is from acceptable: the largest |r_i| / max(tol, floor_i),
 // floor_i the rounding level of row i (per row: an interior point's barrier terms of 1e10 make some
 // rows large and leave others small). NaN: ratio NaN.
@@ -371,6 +393,7 @@ class SchurBackend final : public LqBackend {
           arena_.at(o[9]),  arena_.at(o[10]), arena_.at(o[11]), arena_.at(o[12]), arena_.at(o[13]),
           arena_.at(o[14]), arena_.at(o[15]), arena_.at(o[16]), arena_.at(o[17]),
           pcg_ ? arena_.at(o[18]) : nullptr, fallback ? arena_.at(o[19]) : nullptr, nullptr};
+    if (opt.riccati_fallback) riccati_ = make_riccati(nx, nu, N, opt);
     // The stage blocks' order m = nx + nu is fixed at compile time even where nu is not.
     dispatch_one(StageSizes{}, m, [&](auto MM) { w_.inverse = &stage_inverse<decltype(MM)::value>; });
     dispatch_sizes<SmallSizes, NoSizes>(nx, nu, [&](auto NX, auto NU) {
@@ -379,6 +402,7 @@ class SchurBackend final : public LqBackend {
       rhs_ = &schur_rhs<X, U>;
       recover_ = &schur_recover<X, U>;
       residual_ = &kkt_residual<X, U>;
+      rollout_ = &schur_rollout<X, U>;
       factor_ = [](int nb, int bs, double* strips, int* fail) {
         Serial g;
         linalg::bdsv_factor<true, X>(g, nb, bs, strips, nullptr, fail);
@@ -416,6 +440,28 @@ class SchurBackend final : public LqBackend {
   }
 
   LqStatus solve(const LqData& d, LqSolution& s, LqStats& st) override {
+    const LqStatus status = solve_schur(d, s, st);
+    if (riccati_ == nullptr || (status != LqStatus::NotPositiveDefinite && status != LqStatus::MaxIterations))
+      return status;
+    // Riccati's status and answer; what the Schur attempt counted (regularized stages, refinement
+    // steps, pcg iterations) stays in the stats.
+    const Linsys own = st.linsys;
+    st.failed_stage = -1;
+    const LqStatus fallback = riccati_->solve(d, s, st);
+    st.linsys = own;
+    st.riccati_fallback = true;
+    st.kkt_residual = 0;  // exact to rounding, as for Riccati itself
+    return fallback;
+  }
+
+  std::size_t bytes() const override {
+    return arena_.bytes() + sizeof(*this) + (riccati_ != nullptr ? riccati_->bytes() : 0);
+  }
+
+ private:
+  enum class Outcome { Converged, NotConverged, Stopped };
+
+  LqStatus solve_schur(const LqData& d, LqSolution& s, LqStats& st) {
     const int nx = dm_.nx, nu = dm_.nu, N = dm_.N, m = nx + nu, nb = N + 1;
     st.linsys = pcg_ ? Linsys::Pcg : Linsys::Bdsv;
     direct_ = false;
@@ -462,6 +508,11 @@ class SchurBackend final : public LqBackend {
     const Outcome outcome = apply(d, s.x.data(), s.u.data(), s.lambda.data(), st);
     st.pcg_iterations = st.pcg_iterations_total;
     if (outcome == Outcome::Stopped) return LqStatus::Interrupted;
+    // An inexact solve (a positive tolerance from the caller, SolverOptions::lq_forcing): the SQP
+    // turns a residual left in a dynamics row into outer infeasibility (amplified by an equality
+    // row's 1/delta), one left in a stationarity row only into a less exact Newton direction.
+    roll_ = tolerance > 0 && opt_.inexact_rollout;
+    if (roll_) rollout_(dm_, d, s);
     // pcg out of iterations: the iterate is judged by its residual like any other, but further pcg
     // corrections would run out the same way.
     if (outcome == Outcome::NotConverged && !to_direct()) {
@@ -475,11 +526,6 @@ class SchurBackend final : public LqBackend {
     if (!solution_finite(s) || (status != LqStatus::Solved && !data_finite(d))) return LqStatus::NonFinite;
     return status;
   }
-
-  std::size_t bytes() const override { return arena_.bytes() + sizeof(*this); }
-
- private:
-  enum class Outcome { Converged, NotConverged, Stopped };
 
   // (x, u, lambda) <- the solution for the right-hand side in w_.a, w_.b; the lambda iteration starts
   // from w_.lam's interior (pcg). NotConverged: pcg ran out of iterations; Stopped: it passed the
@@ -552,6 +598,7 @@ class SchurBackend final : public LqBackend {
       for (std::size_t i = 0; i < nxs; ++i) s.x[i] += w_.dx[i];
       for (std::size_t i = 0; i < nus; ++i) s.u[i] += w_.du[i];
       for (std::size_t i = 0; i < nxs; ++i) s.lambda[i] += w_.dl[i];
+      if (roll_) rollout_(dm_, d, s);
       ++st.refinement_steps;
       ++steps;
       const KktCheck next = residual_(dm_, d, s, w_, tol_);
@@ -561,6 +608,7 @@ class SchurBackend final : public LqBackend {
         for (std::size_t i = 0; i < nxs; ++i) s.x[i] -= w_.dx[i];
         for (std::size_t i = 0; i < nus; ++i) s.u[i] -= w_.du[i];
         for (std::size_t i = 0; i < nxs; ++i) s.lambda[i] -= w_.dl[i];
+        if (roll_) rollout_(dm_, d, s);
         c = residual_(dm_, d, s, w_, tol_);  // the right-hand side of the next correction
         if (to_direct()) {
           steps = 0;
@@ -581,10 +629,13 @@ class SchurBackend final : public LqBackend {
   bool pcg_;
   Arena arena_;
   SchurWork w_{};
+  std::unique_ptr<LqBackend> riccati_;  // LqOptions::riccati_fallback, else null
   int (*assemble_)(const Dims&, const LqData&, const SchurWork&, double, LqStats&) = nullptr;
   void (*rhs_)(const Dims&, const LqData&, const SchurWork&) = nullptr;
   void (*recover_)(const Dims&, const LqData&, const SchurWork&, double*, double*) = nullptr;
   KktCheck (*residual_)(const Dims&, const LqData&, const LqSolution&, const SchurWork&, double) = nullptr;
+  void (*rollout_)(const Dims&, const LqData&, LqSolution&) = nullptr;
+  bool roll_ = false;     // LqOptions::inexact_rollout and a positive tolerance from the caller
   double tol_ = 0;        // the tolerance of the solve in progress
   bool direct_ = false;   // pcg switched to the block Cholesky fallback during this solve
   void (*factor_)(int, int, double*, int*) = nullptr;

@@ -329,11 +329,10 @@ bool Solver::Impl::end_acceptable(Status status) {
 // the local regime, not the line search's) whose contractions multiply to more than
 // hessian_switch_ratio^window, this iterate is linearized again with the exact Hessian, whose steps
 // converge quadratically from there. False when that linearization failed (its status is set).
-// Not on the Schur backends: they need every stage block [Q S'; S R] positive definite, which the
-// exact Hessian's are not in general even at a minimizer (riccati needs only R + B'PB), so their
-// exact steps are regularized ones and gain nothing (docs/BENCHMARKS.md); there auto is Gauss-Newton.
+// On every backend alike: the exact Hessian's stage blocks [Q S'; S R] are indefinite in general even
+// at a minimizer, which the Schur backends answer by their Riccati fallback (LqOptions::riccati_fallback).
 bool Solver::Impl::choose_hessian(const Residuals& res, int iter) {
-  if (iter == 0 || lq_solver.linsys() == Linsys::Bdsv || lq_solver.linsys() == Linsys::Pcg) return true;
+  if (iter == 0) return true;
   const IterationStats& last = stats.per_iteration[static_cast<std::size_t>(iter - 1)];
   const bool full_gauss_newton = !last.exact_hessian && !last.restoration && last.step == 1.0;
   contraction[static_cast<std::size_t>(iter - 1)] = step_error > 0 ? res.barrier_error / step_error : 0.0;
@@ -369,6 +368,7 @@ Status Solver::Impl::solve(int max_steps, bool real_time) {
   stats.lq_iterations = 0;
   stats.regularized = 0;
   stats.restorations = 0;
+  stats.riccati_fallbacks = 0;
   stats.max_regularization = 0;
   stats.time = PhaseTimes{};
   sol.iterations = 0;

@@ -99,7 +99,9 @@ void Solver::Impl::add_barrier_terms() {
 // The time limit is checked before every retry, and pcg checks it itself (Interrupted).
 // Step accuracy (SolverOptions::lq_forcing): the Schur backends are held to rounding level, or with
 // lq_forcing > 0 to a KKT residual of E min(lq_forcing, E), E the barrier problem's KKT error
-// (Dembo, Eisenstat and Steihaug's quadratic forcing). A step whose residual stalled above E is no
+// (Dembo, Eisenstat and Steihaug's quadratic forcing), the residual kept out of the dynamics rows
+// (LqOptions::inexact_rollout). A step the Schur path cannot solve is the Riccati recursion's
+// (LqOptions::riccati_fallback), counted in Stats::riccati_fallbacks. A step whose residual stalled above E is no
 // Newton step at all: the solve ends there, saying so, rather than in a line search that cannot succeed.
 bool Solver::Impl::solve_lq(IterationStats& it) {
   // The barrier problem's KKT error at the mu of this step (update_barrier may just have lowered it).
@@ -153,6 +155,8 @@ bool Solver::Impl::solve_lq(IterationStats& it) {
   }
   reg_last = reg;
   it.regularization = reg;
+  it.lq_riccati_fallback = lq_solver.stats().riccati_fallback;
+  stats.riccati_fallbacks += it.lq_riccati_fallback;
   if (reg > 0) {
     ++stats.regularized;
     stats.max_regularization = std::max(stats.max_regularization, reg);

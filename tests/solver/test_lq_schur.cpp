@@ -76,6 +76,7 @@ TEST(LqSchur, PcgToleranceControlsTheErrorAndTheKktCheckRestoresIt) {
   LqOptions loose = with(Linsys::Pcg);
   loose.pcg_rel_tol = 1e-4;
   loose.max_refinement = 0;
+  loose.riccati_fallback = false;
   LqStatus st;
   EXPECT_GT(solution_error(solve_with(d, loose, &st), ref), kPcgSolTol);
   EXPECT_EQ(st, LqStatus::MaxIterations);
@@ -96,6 +97,7 @@ TEST(LqSchur, PcgIterationLimitIsAStatusOrTheDirectFallback) {
   LqOptions o = with(Linsys::Pcg);
   o.pcg_max_iters = 2;
   o.pcg_direct_fallback = false;
+  o.riccati_fallback = false;
   LqStatus st;
   solver::LqStats stats;
   solve_with(d, o, &st, &stats);
@@ -151,9 +153,10 @@ TEST(LqSchur, SetToleranceBoundsTheKktResidual) {
     EXPECT_LE(s.stats().kkt_residual, s.stats().kkt_tolerance);
   }
   // Negative control: bdsv with the check switched off (no refinement) at rounding-level tolerance
-  // is reported stalled, with the residual it reached.
+  // is reported stalled, with the residual it reached (the Riccati fallback off: it would answer).
   LqOptions o = with(Linsys::Bdsv);
   o.max_refinement = 0;
+  o.riccati_fallback = false;
   LqSolver s(d.nx, d.nu, d.N, o);
   LqSolution sol(d.nx, d.nu, d.N);
   s.set_tolerance(0);
@@ -164,6 +167,30 @@ TEST(LqSchur, SetToleranceBoundsTheKktResidual) {
   } else {
     EXPECT_EQ(st, LqStatus::MaxIterations);
     EXPECT_NEAR(s.stats().kkt_residual, std::max(r.stationarity, r.feasibility), 1e-3 * s.stats().kkt_residual);
+  }
+}
+
+// An inexact solve (a positive tolerance) rolls the states forward through the dynamics: the
+// dynamics rows hold to rounding and the residual the tolerance admits is in the stationarity rows.
+// Negative control: without the rollout the same loose pcg solve leaves it in the dynamics rows too.
+TEST(LqSchur, InexactSolvesKeepTheDynamicsRowsExact) {
+  Rng rng(32);
+  const LqData d = random_lq(rng, 6, 2, 40);
+  for (const bool rollout : {true, false}) {
+    SCOPED_TRACE(rollout ? "rollout" : "no rollout");
+    LqOptions o = with(Linsys::Pcg);
+    o.inexact_rollout = rollout;
+    LqSolver s(d.nx, d.nu, d.N, o);
+    LqSolution sol = poisoned_solution(d.nx, d.nu, d.N);
+    s.set_tolerance(1e-3);
+    ASSERT_EQ(s.solve(d, sol), LqStatus::Solved);
+    const solver::LqResidual r = solver::lq_kkt_residual(d, sol);
+    EXPECT_LE(std::max(r.stationarity, r.feasibility), 1e-3);
+    if (rollout) {
+      EXPECT_LT(r.feasibility, 1e-12);
+    } else {
+      EXPECT_GT(r.feasibility, 1e-10);
+    }
   }
 }
 
@@ -207,7 +234,8 @@ TEST(LqSchur, SingularStageCostsAreRegularizedAndRefined) {
 }
 
 // Without refinement the regularized answer misses the documented accuracy and says so: the
-// refinement is what makes it exact.
+// refinement is what makes it exact. With the Riccati fallback (the default) the same stalled solve
+// is answered by the Riccati recursion, exact to rounding.
 TEST(LqSchur, RegularizedAnswerWithoutRefinementIsNotSolved) {
   Rng rng(27);
   const LqData d = random_lq(rng, 6, 2, 20, Cost::TerminalOnly);
@@ -215,26 +243,62 @@ TEST(LqSchur, RegularizedAnswerWithoutRefinementIsNotSolved) {
   const LqSolution ref = unpack(kkt, dense_solve(kkt));
   LqOptions o = with(Linsys::Bdsv);
   o.max_refinement = 0;
+  o.riccati_fallback = false;
   LqStatus st;
   solver::LqStats stats;
-  const LqSolution sol = solve_with(d, o, &st, &stats);
+  LqSolution sol = solve_with(d, o, &st, &stats);
   EXPECT_EQ(st, LqStatus::MaxIterations);
   EXPECT_GT(stats.regularized_stages, 0);
   EXPECT_EQ(stats.refinement_steps, 0);
+  EXPECT_FALSE(stats.riccati_fallback);
   EXPECT_GT(solution_error(sol, ref), kRegSolTol);
+  o.riccati_fallback = true;
+  sol = solve_with(d, o, &st, &stats);
+  EXPECT_EQ(st, LqStatus::Solved);
+  EXPECT_TRUE(stats.riccati_fallback);
+  EXPECT_EQ(stats.linsys, Linsys::Bdsv);
+  EXPECT_LT(solution_error(sol, ref), kSolTol);
 }
 
-TEST(LqSchur, IndefiniteStageCostIsNotPositiveDefinite) {
+// An indefinite stage block G_k: the Schur complement cannot be formed, but the problem may still be
+// convex on the dynamics (Riccati's R_k + B_k'P_{k+1}B_k positive definite). With the Riccati
+// fallback both backends return Riccati's status for every curvature -c of R_6 and, where solved,
+// the dense KKT solve's answer; the sweep has both verdicts. Without it (the negative control) every
+// one of them is NotPositiveDefinite at stage 6.
+TEST(LqSchur, IndefiniteStageBlockGetsRiccatisVerdict) {
   Rng rng(28);
-  for (const Linsys linsys : {Linsys::Bdsv, Linsys::Pcg}) {
-    LqData d = random_lq(rng, 4, 2, 10);
-    put(-1.0 * Mat::Identity(2, 2), d.R_k(6));
-    LqStatus st;
-    solver::LqStats stats;
-    solve_with(d, with(linsys), &st, &stats);
-    EXPECT_EQ(st, LqStatus::NotPositiveDefinite);
-    EXPECT_EQ(stats.failed_stage, 6);
+  const LqData base = random_lq(rng, 4, 2, 10);
+  int solved = 0, not_pd = 0;
+  for (const double c : {0.05, 0.3, 1.0, 3.0, 1e3}) {
+    LqData d = base;
+    put(-c * Mat::Identity(2, 2), d.R_k(6));
+    LqStatus ref_status;
+    solver::LqStats ref_stats;
+    solve_with(d, with(Linsys::Riccati), &ref_status, &ref_stats);
+    solved += ref_status == LqStatus::Solved;
+    not_pd += ref_status == LqStatus::NotPositiveDefinite;
+    for (const Linsys linsys : {Linsys::Bdsv, Linsys::Pcg}) {
+      SCOPED_TRACE(testing::Message() << solver::to_string(linsys) << " c " << c);
+      LqStatus st;
+      solver::LqStats stats;
+      const LqSolution sol = solve_with(d, with(linsys), &st, &stats);
+      EXPECT_EQ(st, ref_status);
+      EXPECT_TRUE(stats.riccati_fallback);
+      EXPECT_EQ(stats.failed_stage, ref_stats.failed_stage);
+      if (ref_status == LqStatus::Solved) {
+        const DenseKkt kkt = dense_kkt(d);
+        EXPECT_LT(solution_error(sol, unpack(kkt, dense_solve(kkt))), kSolTol);
+      }
+      LqOptions off = with(linsys);
+      off.riccati_fallback = false;
+      solve_with(d, off, &st, &stats);
+      EXPECT_EQ(st, LqStatus::NotPositiveDefinite);
+      EXPECT_EQ(stats.failed_stage, 6);
+      EXPECT_FALSE(stats.riccati_fallback);
+    }
   }
+  EXPECT_GT(solved, 0);
+  EXPECT_GT(not_pd, 0);
 }
 
 TEST(LqSchur, NonFiniteDataIsReported) {

@@ -1,8 +1,9 @@
 // Badly scaled but feasible problems (issue 14): bryson_denham and double_integrator_rest_to_rest
 // with their cost weights multiplied by 1e12, 1e8, 1e-8 and 1e-12 are solved, never declared
-// infeasible, by the direct backends (riccati, kkt_ldlt) with every line search, and reach the
-// unscaled problem's optimum times the factor. The objective scaling (SolverOptions::
-// objective_scale_*) does it: without it the same sweep fails (the negative control).
+// infeasible, by every LQ backend with every line search, and reach the unscaled problem's optimum
+// times the factor. The objective scaling (SolverOptions::objective_scale_*) does it: without it the
+// same sweep fails (the negative control). On bdsv and pcg a few steps of the weight x1e12 and x1e8
+// problems stall in the Schur refinement and are answered by the Riccati fallback (the second test).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -32,7 +33,7 @@ Outcome sweep(bool scaling) {
       char weights[64];
       std::snprintf(weights, sizeof weights, "costs[0].weights=[%.17g]", factor);
       const problems::Problem p = load_config(name, {weights});
-      for (const Linsys linsys : {Linsys::Riccati, Linsys::KktLdlt})
+      for (const Linsys linsys : {Linsys::Riccati, Linsys::KktLdlt, Linsys::Bdsv, Linsys::Pcg})
         for (const Globalization g : {Globalization::Filter, Globalization::Merit, Globalization::None}) {
           SCOPED_TRACE(std::string(name) + " x" + weights + " " + solver::to_string(linsys) + " " + solver::to_string(g));
           solver::SolverOptions opt = solver::from_settings(p.solver);
@@ -64,6 +65,37 @@ TEST(SqpScaling, BadlyScaledFeasibleProblemsAreSolvedNotInfeasible) {
   const Outcome without = sweep(false);
   EXPECT_GT(without.infeasible, 0);
   EXPECT_LT(without.solved, without.runs);
+}
+
+// bryson_denham with weights x1e12: bdsv and pcg solve it through the Riccati fallback on the steps
+// whose Schur refinement stalls. Negative control: without the fallback those steps stall
+// (MaxIterations in the history) and the solve ends unsolved (release builds) or goes on from a step
+// accepted below the iterate's KKT error (bdsv under the sanitizers' -O1, other rounding).
+TEST(SqpScaling, SchurBackendsTakeTheRiccatiFallbackWhereTheirRefinementStalls) {
+  const problems::Problem p = load_config("bryson_denham", {"costs[0].weights=[1e12]"});
+  for (const Linsys linsys : {Linsys::Bdsv, Linsys::Pcg}) {
+    SCOPED_TRACE(solver::to_string(linsys));
+    for (const bool fallback : {true, false}) {
+      solver::SolverOptions opt = solver::from_settings(p.solver);
+      opt.lq.linsys = linsys;
+      opt.lq.riccati_fallback = fallback;
+      solver::Solver s(p, opt);
+      const solver::Status status = s.solve();
+      if (fallback) {
+        EXPECT_TRUE(solver::is_solved(status)) << s.solution().message();
+        EXPECT_GT(s.stats().riccati_fallbacks, 0);
+      } else {
+        bool stalled = false;
+        for (const solver::IterationStats& it : s.stats().history())
+          stalled = stalled || it.lq_status == solver::LqStatus::MaxIterations;
+        EXPECT_TRUE(stalled);
+        EXPECT_EQ(s.stats().riccati_fallbacks, 0);
+        if (!knot::test::kUnderSanitizer) {
+          EXPECT_FALSE(solver::is_solved(status));
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -102,6 +102,8 @@ void print_table(std::FILE* out, const problems::Problem& p, const Report& r) {
                  1e3 * t.convergence);
     fmt::print(out, "regularized      {} iterations (largest delta {:.3g})\n", r.stats->regularized,
                  r.stats->max_regularization);
+    if (r.stats->linsys == solver::Linsys::Bdsv || r.stats->linsys == solver::Linsys::Pcg)
+      fmt::print(out, "riccati fallback {} steps (LqOptions::riccati_fallback)\n", r.stats->riccati_fallbacks);
     fmt::print(out, "memory           {} bytes allocated at creation\n", r.bytes);
   } else {
     fmt::print(out, "time             {:.3f} ms\n", 1e3 * r.seconds);
@@ -130,6 +132,7 @@ nlohmann::ordered_json stats_json(const problems::Problem& p, const Report& r) {
                  {"step", t.step},           {"line_search", t.line_search}, {"convergence", t.convergence},
                  {"total", t.total}};
     j["regularized"] = r.stats->regularized;
+    j["riccati_fallbacks"] = r.stats->riccati_fallbacks;
     j["bytes_allocated"] = r.bytes;
     const auto rows = r.stats->history();
     for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -148,11 +151,13 @@ nlohmann::ordered_json stats_json(const problems::Problem& p, const Report& r) {
                          {"backtracks", it.backtracks},
                          {"regularization", json_number(it.regularization)},
                          {"hessian", it.exact_hessian ? "exact" : "gauss_newton"},
-                         {"lq_iterations", it.lq_iterations}});
+                         {"lq_iterations", it.lq_iterations},
+                         {"lq_riccati_fallback", it.lq_riccati_fallback}});
     }
   } else {  // IPOPT: its own time only, no phases, no rows
     j["time"] = {{"total", json_number(r.seconds)}};
     j["regularized"] = nullptr;
+    j["riccati_fallbacks"] = nullptr;
     j["bytes_allocated"] = nullptr;
   }
   j["history"] = std::move(history);

@@ -19,7 +19,9 @@
 //   Riccati  backward Riccati recursion with the S_k cross terms and a forward rollout; needs only
 //            R_k + B_k' P_{k+1} B_k positive definite. The CPU default.
 //   Bdsv     Schur complement of the stage blocks G_k = [Q_k S_k'; S_k R_k] (positive definite
-//            block-tridiagonal, state-sized blocks), solved by block Cholesky.
+//            block-tridiagonal, state-sized blocks), solved by block Cholesky. Where that needs
+//            more than Riccati does (an indefinite G_k) or misses its accuracy, the step is solved
+//            by the Riccati recursion instead (riccati_fallback), so the verdict is Riccati's.
 //   Pcg      the same Schur system solved by preconditioned conjugate gradient (inexact; refined, and
 //            finished on a block Cholesky of S when pcg stalls, see pcg_direct_fallback).
 //   KktLdlt  LDL' (Bunch-Kaufman) of the whole KKT matrix in stage order; reports the inertia.
@@ -87,6 +89,20 @@ struct LqOptions {
   // once by block Cholesky (as Bdsv; one more S-sized workspace) and finish the refinement on it.
   // Off: the stall is reported as MaxIterations.
   bool pcg_direct_fallback = true;
+  // Bdsv, Pcg: a solve whose stage blocks are not all positive definite (G_k + rho_k I fails its
+  // Cholesky), whose Schur complement or preconditioner fails to factor, or whose refinement stalls
+  // above the tolerance is solved again by the Riccati recursion on the same data, which returns its
+  // own status (NotPositiveDefinite exactly when Riccati's reduced Hessian is not) and its own answer;
+  // stats().riccati_fallback says so. The Schur path needs every G_k positive definite, Riccati only
+  // R_k + B_k'P_{k+1}B_k: without this, the SQP's Hessian regularization loop adds more to the
+  // diagonal for the Schur backends than for Riccati and they follow another path. One more Riccati
+  // workspace. Off: those solves end NotPositiveDefinite or MaxIterations.
+  bool riccati_fallback = true;
+  // Bdsv, Pcg with a positive LqSolver::set_tolerance (an inexact Newton step): after every solve and
+  // refinement step, x is rolled forward through the dynamics from x_init and u, so the dynamics rows
+  // hold to rounding and the residual the tolerance admits sits in the stationarity rows only (an SQP
+  // turns a dynamics-row residual into outer infeasibility; docs/solver-lq.md measures the verdicts).
+  bool inexact_rollout = true;
 
   // KktLdlt: steps of iterative refinement after the solve (each costs one more solve).
   int kkt_refinement = 1;
@@ -150,8 +166,9 @@ struct LqSolution {
 struct LqStats {
   Linsys linsys = Linsys::Riccati;  // the backend that ran (Auto resolved)
   int failed_stage = -1;            // NotPositiveDefinite: the stage k whose R_k + B_k'P_{k+1}B_k
-                                    // (Riccati) or G_k (Schur) failed, or the block-row of the pcg
-                                    // preconditioner; -1 otherwise (and for bdsv's factorization)
+                                    // (Riccati, and Schur with riccati_fallback) or G_k (Schur) failed,
+                                    // or the block-row of the pcg preconditioner; -1 otherwise (and for
+                                    // bdsv's factorization)
   // Pcg
   int pcg_iterations = 0;           // of the first solve (refinement solves add theirs below)
   int pcg_iterations_total = 0;
@@ -164,6 +181,7 @@ struct LqStats {
   double kkt_residual = 0;
   double kkt_tolerance = 0;
   bool direct_fallback = false;
+  bool riccati_fallback = false;  // Bdsv, Pcg: the answer is the Riccati recursion's (riccati_fallback)
   // KktLdlt: inertia of the KKT matrix (a strict minimizer has inertia_pos == N*(nx+nu) + nx and
   // inertia_neg == (N+1)*nx), 2x2 pivots taken.
   int inertia_pos = 0, inertia_neg = 0, inertia_zero = 0;

@@ -36,6 +36,7 @@ struct IterationStats {
   // (SolverOptions::lq_forcing); both 0 for riccati and kkt_ldlt, exact to rounding and not measured.
   double lq_residual = 0;
   double lq_tolerance = 0;
+  bool lq_riccati_fallback = false;  // bdsv, pcg: the step is the Riccati recursion's (LqOptions::riccati_fallback)
 };
 
 // Seconds of wall clock per phase, summed over the iterations of the last solve().
@@ -56,6 +57,7 @@ struct Stats {
   int lq_iterations = 0;           // pcg iterations, summed
   int regularized = 0;             // iterations that needed Hessian regularization
   int restorations = 0;            // steps taken by the feasibility fallback
+  int riccati_fallbacks = 0;       // bdsv, pcg: steps whose LQ solve fell back to the Riccati recursion
   double max_regularization = 0;
   PhaseTimes time;
   std::vector<IterationStats> per_iteration;  // capacity max_iter + 1; rows [0, iterations] are valid
