@@ -73,8 +73,8 @@ struct SolverOptions {
   // hessian_switch_ratio^hessian_switch_window: Gauss-Newton's linear tail, at a rate the left-out
   // curvature sets. It returns to Gauss-Newton after an exact step that needed regularization or the
   // feasibility fallback (the exact Hessian is indefinite away from a minimizer). Each solve() starts
-  // with Gauss-Newton; a real-time iteration (one step per call) never switches, nor do the Schur
-  // backends (bdsv, pcg: they need positive definite stage blocks, docs/solver.md).
+  // with Gauss-Newton; a real-time iteration (one step per call) never switches. On the Schur
+  // backends (bdsv, pcg) the indefinite exact steps take their Riccati fallback (docs/solver-lq.md).
   double hessian_switch_ratio = 0.7;
   int hessian_switch_window = 5;
   // The accuracy of each step's LQ on the Schur backends (bdsv, pcg; riccati and kkt_ldlt are exact
