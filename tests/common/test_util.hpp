@@ -26,15 +26,26 @@ inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 inline std::vector<double> poisoned(std::size_t n) { return std::vector<double>(n, kNaN); }
 
+inline bool same_bits(double a, double b) {
+  std::uint64_t x, y;
+  std::memcpy(&x, &a, 8);
+  std::memcpy(&y, &b, 8);
+  return x == y;
+}
+
 // Bitwise equality of two double arrays (NaN payloads included).
 inline bool bitwise_equal(const std::vector<double>& a, const std::vector<double>& b) {
   if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    std::uint64_t x, y;
-    std::memcpy(&x, &a[i], 8);
-    std::memcpy(&y, &b[i], 8);
-    if (x != y) return false;
-  }
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!same_bits(a[i], b[i])) return false;
+  return true;
+}
+
+// H(i, j) and H(j, i) are the same double, bit for bit, for every pair.
+inline bool bitwise_symmetric(const Mat& H) {
+  for (int j = 0; j < H.cols(); ++j)
+    for (int i = 0; i < H.rows(); ++i)
+      if (!same_bits(H(i, j), H(j, i))) return false;
   return true;
 }
 

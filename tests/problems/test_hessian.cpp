@@ -41,26 +41,13 @@
 namespace {
 
 using namespace knot::problems;
+using knot::test::bitwise_symmetric;
 using knot::test::Mat;
 using knot::test::rel_err;
 using knot::test::Rng;
 using knot::test::Vec;
 
 constexpr double kTol = 1e-6;
-
-bool same_bits(double a, double b) {
-  std::uint64_t x, y;
-  std::memcpy(&x, &a, 8);
-  std::memcpy(&y, &b, 8);
-  return x == y;
-}
-
-bool bitwise_symmetric(const Mat& H) {
-  for (int j = 0; j < H.cols(); ++j)
-    for (int i = 0; i < H.rows(); ++i)
-      if (!same_bits(H(i, j), H(j, i))) return false;
-  return true;
-}
 
 // Central differences of a gradient g(w) (n entries): column j is (g(w + h e_j) - g(w - h e_j)) / 2h.
 template <class Grad>

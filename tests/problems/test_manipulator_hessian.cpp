@@ -35,6 +35,7 @@
 namespace {
 
 using namespace knot::problems;
+using knot::test::bitwise_symmetric;
 using knot::test::Mat;
 using knot::test::Rng;
 using knot::test::Vec;
@@ -54,20 +55,6 @@ std::vector<Robot> robots() {
   tree.set("urdf", kTree);
   tree.set("ee_frame", std::string("sensor"));
   return {{"iiwa14", make_manipulator(iiwa)}, {"torso_two_arms", make_manipulator(tree)}};
-}
-
-bool same_bits(double a, double b) {
-  std::uint64_t x, y;
-  std::memcpy(&x, &a, 8);
-  std::memcpy(&y, &b, 8);
-  return x == y;
-}
-
-bool bitwise_symmetric(const Mat& H) {
-  for (int j = 0; j < H.cols(); ++j)
-    for (int i = 0; i < H.rows(); ++i)
-      if (!same_bits(H(i, j), H(j, i))) return false;
-  return true;
 }
 
 // Central differences of g(w) with steps scale * eps^(1/3) max(1, |w_j|).
