@@ -386,8 +386,10 @@ bool Solver::Impl::filter_search(double alpha_max, double df, IterationStats& it
     const MeritParts trial = trial_point(alpha);
     const double theta_t = trial.infeasibility, phi_t = trial.cost + trial.barrier;
     bool accept = trial.finite && theta_t <= filter_theta_max;
+    // Dominated: no better in theta and worse in phi_mu by more than rounding (an entry made at a
+    // feasible-to-rounding iterate would otherwise reject every trial whose phi_mu moved by noise).
     for (int j = 0; accept && j < filter_size; ++j)
-      if (theta_t >= filter[static_cast<std::size_t>(j)][0] && phi_t >= filter[static_cast<std::size_t>(j)][1])
+      if (theta_t >= filter[static_cast<std::size_t>(j)][0] && phi_t > filter[static_cast<std::size_t>(j)][1] + rounding)
         accept = false;
     if (accept) {
       const bool switching = df < 0 && alpha * std::pow(-df, s_phi) > delta * std::pow(theta, s_theta);

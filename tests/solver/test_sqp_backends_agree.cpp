@@ -187,7 +187,7 @@ INSTANTIATE_TEST_SUITE_P(Configs, SqpBackendsAgreeOnConfig,
 // started from the shifted plan; time limit 1 s so that the machine's load cannot change a verdict):
 // kkt_ldlt and bdsv give every step riccati's verdict class (solved or solved_acceptable, the
 // tolerance boundary between them is rounding) and the same closed-loop cost. pcg is left out: it
-// ends 3 of the 250 steps line_search_failed (docs/solver-lq.md). Negative control: the same loop
+// ends 1 of the 250 steps line_search_failed (docs/solver-lq.md). Negative control: the same loop
 // in real-time iterations (one step each) ends every step max_iterations, which the check reports.
 solver::ClosedLoopSummary closed_loop(Linsys linsys, const std::vector<std::string>& extra = {}) {
   std::vector<std::string> o = {"mpc.mode=sqp", "mpc.time_limit=1"};
