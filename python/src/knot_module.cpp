@@ -138,7 +138,7 @@ E to_choice(nb::handle v, const char* name, const std::array<E, K>& values) {
 
 constexpr std::array kLinsys{solver::Linsys::Auto, solver::Linsys::Riccati, solver::Linsys::Bdsv, solver::Linsys::Pcg,
                              solver::Linsys::KktLdlt};
-constexpr std::array kHessian{solver::Hessian::GaussNewton, solver::Hessian::Exact};
+constexpr std::array kHessian{solver::Hessian::GaussNewton, solver::Hessian::Exact, solver::Hessian::Auto};
 constexpr std::array kGlobalization{solver::Globalization::Filter, solver::Globalization::Merit,
                                     solver::Globalization::None};
 constexpr std::array kPreconditioner{solver::Preconditioner::Stair, solver::Preconditioner::BlockJacobi};
@@ -184,8 +184,12 @@ const std::array kOptionFields{
     KNOT_OPT(max_refinement, lq.max_refinement, to_int),
     KNOT_OPT(refine_tol, lq.refine_tol, to_double),
     KNOT_OPT(pcg_direct_fallback, lq.pcg_direct_fallback, to_bool),
+    KNOT_OPT(riccati_fallback, lq.riccati_fallback, to_bool),
+    KNOT_OPT(inexact_rollout, lq.inexact_rollout, to_bool),
     KNOT_OPT(kkt_refinement, lq.kkt_refinement, to_int),
     KNOT_OPT_CHOICE(hessian, hessian, kHessian),
+    KNOT_OPT(hessian_switch_ratio, hessian_switch_ratio, to_double),
+    KNOT_OPT(hessian_switch_window, hessian_switch_window, to_int),
     KNOT_OPT(lq_forcing, lq_forcing, to_double),
     KNOT_OPT(reg_init, reg_init, to_double),
     KNOT_OPT(reg_growth, reg_growth, to_double),
@@ -258,10 +262,12 @@ nb::dict row_dict(const solver::IterationStats& r) {
   d["seconds"] = r.seconds;
   d["backtracks"] = r.backtracks;
   d["restoration"] = r.restoration;
+  d["exact_hessian"] = r.exact_hessian;
   d["lq_iterations"] = r.lq_iterations;
   d["lq_status"] = solver::to_string(r.lq_status);
   d["lq_residual"] = r.lq_residual;
   d["lq_tolerance"] = r.lq_tolerance;
+  d["lq_riccati_fallback"] = r.lq_riccati_fallback;
   return d;
 }
 
@@ -283,6 +289,7 @@ nb::object stats_object(const solver::Stats& s) {
   d["lq_iterations"] = s.lq_iterations;
   d["regularized"] = s.regularized;
   d["restorations"] = s.restorations;
+  d["riccati_fallbacks"] = s.riccati_fallbacks;
   d["max_regularization"] = s.max_regularization;
   d["time"] = simple_namespace(time);
   d["per_iteration"] = rows;

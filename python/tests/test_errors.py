@@ -58,6 +58,25 @@ def test_options_are_checked(cartpole_path):
     assert set(s.options) == set(knot.option_names())
 
 
+def test_the_hessian_and_fallback_options_reach_the_solver(cartpole_path):
+    # The default Hessian is auto; every choice round-trips, and the rows say which Hessian a step used.
+    p = knot.load(cartpole_path)
+    assert knot.Solver(p).options["hessian"] == "auto"
+    s = knot.Solver(p, hessian="exact", hessian_switch_window=3, hessian_switch_ratio=0.5,
+                    riccati_fallback=False, inexact_rollout=False, linsys="bdsv")
+    assert (s.options["hessian"], s.options["hessian_switch_window"], s.options["riccati_fallback"]) == \
+        ("exact", 3, False)
+    s.solve()
+    rows = s.stats.per_iteration
+    assert all(r["exact_hessian"] for r in rows) and not any(r["lq_riccati_fallback"] for r in rows)
+    assert s.stats.riccati_fallbacks == 0
+    with pytest.raises(ValueError, match="hessian must be one of"):
+        knot.Solver(p, hessian="newton")
+    gn = knot.Solver(p, hessian="gauss_newton")
+    gn.solve()
+    assert not any(r["exact_hessian"] for r in gn.stats.per_iteration)
+
+
 def test_a_problem_the_solver_cannot_treat_is_a_knot_error(cartpole_path):
     p = knot.load(cartpole_path, set={"solver.memory_limit": 1e-9})
     with pytest.raises(knot.Error) as info:
