@@ -101,8 +101,9 @@ void Solver::Impl::add_barrier_terms() {
 // lq_forcing > 0 to a KKT residual of E min(lq_forcing, E), E the barrier problem's KKT error
 // (Dembo, Eisenstat and Steihaug's quadratic forcing), the residual kept out of the dynamics rows
 // (LqOptions::inexact_rollout). A step the Schur path cannot solve is the Riccati recursion's
-// (LqOptions::riccati_fallback), counted in Stats::riccati_fallbacks. A step whose residual stalled above E is no
-// Newton step at all: the solve ends there, saying so, rather than in a line search that cannot succeed.
+// (LqOptions::riccati_fallback), counted in Stats::riccati_fallbacks. A step whose residual stalled
+// above E is no Newton step at all: the solve ends there, saying so, rather than in a line search that
+// cannot succeed.
 bool Solver::Impl::solve_lq(IterationStats& it) {
   // The barrier problem's KKT error at the mu of this step (update_barrier may just have lowered it).
   double error = std::max(it.stationarity, it.feasibility);
@@ -388,9 +389,10 @@ bool Solver::Impl::filter_search(double alpha_max, double df, IterationStats& it
     bool accept = trial.finite && theta_t <= filter_theta_max;
     // Dominated: no better in theta and worse in phi_mu by more than rounding (an entry made at a
     // feasible-to-rounding iterate would otherwise reject every trial whose phi_mu moved by noise).
-    for (int j = 0; accept && j < filter_size; ++j)
-      if (theta_t >= filter[static_cast<std::size_t>(j)][0] && phi_t > filter[static_cast<std::size_t>(j)][1] + rounding)
-        accept = false;
+    for (int j = 0; accept && j < filter_size; ++j) {
+      const std::array<double, 2>& entry = filter[static_cast<std::size_t>(j)];
+      if (theta_t >= entry[0] && phi_t > entry[1] + rounding) accept = false;
+    }
     if (accept) {
       const bool switching = df < 0 && alpha * std::pow(-df, s_phi) > delta * std::pow(theta, s_theta);
       if (small_theta && switching) {
