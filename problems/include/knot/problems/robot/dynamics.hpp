@@ -348,11 +348,21 @@ KNOT_HD void rnea_sweeps(const RobotData& r, const T* qd, const T* qdd, T* tau, 
     }
   }
 
-  for (int i = 0; i < n; ++i)
-    for (int j = 0; j < n; ++j) {
-      const bool j_above = above(r, j, i), j_below = !j_above && above(r, i, j);
-      if (M != nullptr) M[i + j * ldm] = j_above ? dot6(w.alpha[i], w.S[j]) : j_below ? dot6(w.alpha[j], w.S[i]) : T(0);
-      if constexpr (kDerivatives) {
+  if (M != nullptr) {
+    // M_ij = M_ji = S_j' IC_i S_i for j <= i, along the path to the base; 0 across branches.
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < n; ++i) M[i + j * ldm] = T(0);
+    for (int i = 0; i < n; ++i)
+      for (int j = i; j >= 0; j = r.parent[j]) {
+        const T mij = dot6(w.alpha[i], w.S[j]);
+        M[i + j * ldm] = mij;
+        M[j + i * ldm] = mij;
+      }
+  }
+  if constexpr (kDerivatives)
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) {
+        const bool j_above = above(r, j, i), j_below = !j_above && above(r, i, j);
         if (j_above) {
           dq[i + j * ldd] = dot6(w.alpha[i], w.e[j]) + dot3(w.beta[i], w.u[j]);
           dqd[i + j * ldd] = -dot3(w.beta[i], w.S[j]) - T(2) * dot6(w.alpha[i], w.u[j]);
@@ -364,7 +374,6 @@ KNOT_HD void rnea_sweeps(const RobotData& r, const T* qd, const T* qdd, T* tau, 
           dqd[i + j * ldd] = T(0);
         }
       }
-    }
 }
 
 // Plain floating-point scalars take linalg's kernels; any other scalar (a dual number carrying
@@ -502,22 +511,16 @@ KNOT_HD void forward_kinematics(const RobotData& r, const T* q, Workspace<T>& w)
     for (int row = 0; row < 3; ++row) aw[row] = Rj[row] * ax[0] + Rj[row + 3] * ax[1] + Rj[row + 6] * ax[2];
     T* S = w.S[i];
     if (r.type[i] == JointType::Revolute) {
-      // Rodrigues: Rot(a, q) = 1 + sin q [a]x + (1 - cos q) [a]x^2, applied on the right.
-      const T s = sin(q[i]), c1 = T(1) - cos(q[i]);
-      const C K[9] = {C(0), ax[2], -ax[1], -ax[2], C(0), ax[0], ax[1], -ax[0], C(0)};
-      T Rot[9];
-      for (int col = 0; col < 3; ++col)
-        for (int row = 0; row < 3; ++row) {
-          C k2 = C(0);
-          for (int k = 0; k < 3; ++k) k2 += K[row + 3 * k] * K[k + 3 * col];
-          Rot[row + 3 * col] = T(row == col ? 1 : 0) + s * K[row + 3 * col] + c1 * k2;
-        }
-      for (int col = 0; col < 3; ++col)
-        for (int row = 0; row < 3; ++row) {
-          T t = T(0);
-          for (int k = 0; k < 3; ++k) t += Rj[row + 3 * k] * Rot[k + 3 * col];
-          w.R[i][row + 3 * col] = t;
-        }
+      // Rodrigues, Rot(a, q) = cos q 1 + sin q [a]x + (1 - cos q) a a' for the unit axis a, applied
+      // on the right: Rj [a]x = [aw]x Rj and Rj a = aw, so Rj Rot = cos q Rj + sin q [aw]x Rj +
+      // (1 - cos q) aw a', without forming Rot.
+      const T s = sin(q[i]), c = cos(q[i]), c1 = T(1) - c;
+      for (int col = 0; col < 3; ++col) {
+        const T* Rc = Rj + 3 * col;
+        T x[3];
+        detail::cross3(aw, Rc, x);
+        for (int row = 0; row < 3; ++row) w.R[i][row + 3 * col] = c * Rc[row] + s * x[row] + c1 * aw[row] * ax[col];
+      }
       for (int k = 0; k < 3; ++k) w.p[i][k] = pj[k];
       for (int k = 0; k < 3; ++k) S[k] = aw[k];
       detail::cross3(pj, aw, S + 3);
