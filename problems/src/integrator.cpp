@@ -66,6 +66,29 @@ void gemm(int r, int k, int c, double alpha, const double* A, const double* B, d
   }
 }
 
+// K = fx [Sx | Su] + [0 | fu] (n x (n + m), the stage chain rule; fx n x n, fu and Su n x m, all
+// packed). Rows i < r0 are [0 I] rows of fx (Model::velocity_rows: f_i = x[nq + i]) with fu's rows
+// zero: their rows of K are S's rows nq + i, copied; the product runs over the other rows only.
+void chain(int n, int m, int nq, int r0, const double* fx, const double* fu, const double* Sx, const double* Su,
+           double* Kx, double* Ku) {
+  for (int j = 0; j < n + m; ++j) {
+    const double* sj = j < n ? Sx + static_cast<std::size_t>(j) * n : Su + static_cast<std::size_t>(j - n) * n;
+    double* kj = j < n ? Kx + static_cast<std::size_t>(j) * n : Ku + static_cast<std::size_t>(j - n) * n;
+    for (int i = 0; i < r0; ++i) kj[i] = sj[nq + i];
+    if (j < n) {
+      for (int i = r0; i < n; ++i) kj[i] = 0.0;
+    } else {
+      const double* fj = fu + static_cast<std::size_t>(j - n) * n;
+      for (int i = r0; i < n; ++i) kj[i] = fj[i];
+    }
+    for (int l = 0; l < n; ++l) {
+      const double b = sj[l];
+      const double* fl = fx + static_cast<std::size_t>(l) * n;
+      for (int i = r0; i < n; ++i) kj[i] += fl[i] * b;
+    }
+  }
+}
+
 // M = I + alpha * X (n x n).
 void identity_plus(int n, double alpha, const double* X, double* M) {
   const std::size_t nn = static_cast<std::size_t>(n) * n;
@@ -189,6 +212,24 @@ IntegratorStatus Integrator::step_jacobian(ModelData& data, const double* x, con
             Su[e] = i < nq ? 0.0 : dt * fu[e];
           }
       }
+      if (model.velocity_rows()) {
+        // f_q(q, v+, u) = v+: q+ = q + dt v+ and its rows of S are dt times those of v+ (plus I),
+        // the numbers the second evaluation's [0 I] rows would give, without it.
+        for (int i = 0; i < nq; ++i) y[i] += dt * y[nq + i];
+        if (jac) {
+          for (int j = 0; j < n; ++j)
+            for (int i = 0; i < nq; ++i) {
+              const std::size_t e = i + static_cast<std::size_t>(j) * n;
+              Sx[e] += dt * Sx[e + nq];
+            }
+          for (int j = 0; j < m; ++j)
+            for (int i = 0; i < nq; ++i) {
+              const std::size_t e = i + static_cast<std::size_t>(j) * n;
+              Su[e] += dt * Su[e + nq];
+            }
+        }
+        return finish(y, Sx, Su);
+      }
       eval(y);
       for (int i = 0; i < nq; ++i) y[i] += dt * f[i];
       if (jac) {
@@ -214,9 +255,11 @@ IntegratorStatus Integrator::step_jacobian(ModelData& data, const double* x, con
       // X_4 = x + dt k_3. Its sensitivities K_s = fx(X_s) S_s (+ fu(X_s) for u) follow from those of
       // the stage point, S_s = d X_s / d(x, u), by the chain rule: inside the model's dual
       // evaluation when it offers dynamics_chain (S_s seeded; [Sx | Su] and [Kx | Ku] are adjacent
-      // in the workspace), else as products with its Jacobian.
+      // in the workspace), else as products with its Jacobian (over the acceleration rows alone for
+      // a second-order model, whose velocity rows of K are rows of S).
       constexpr std::array<double, 4> weight = {1, 2, 2, 1};
       const std::array<double, 3> advance = {dt / 2, dt / 2, dt};
+      const int nq = model.nq(), r0 = model.velocity_rows() ? nq : 0;
       double *Ax = w + L.ax, *Bu = w + L.bu, *Sx = w + L.sx, *Su = w + L.su, *Kx = w + L.kx, *Ku = w + L.ku;
       std::fill(acc, acc + n, 0.0);
       if (jac) {
@@ -231,9 +274,7 @@ IntegratorStatus Integrator::step_jacobian(ModelData& data, const double* x, con
           model.dynamics_jacobian(data, y, u, f, Kx, Ku);
         } else if (!model.dynamics_chain(data, y, u, Sx, f, Kx)) {
           model.dynamics_jacobian(data, y, u, f, fx, fu);
-          gemm(n, n, n, 1.0, fx, Sx, 0.0, Kx);
-          std::copy(fu, fu + nm, Ku);
-          gemm(n, n, m, 1.0, fx, Su, 1.0, Ku);
+          chain(n, m, nq, r0, fx, fu, Sx, Su, Kx, Ku);
         }
         for (int i = 0; i < n; ++i) acc[i] += weight[s] * f[i];
         if (jac) {

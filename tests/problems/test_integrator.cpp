@@ -16,7 +16,9 @@
 #include "knot/problems/models/acrobot.hpp"
 #include "knot/problems/models/cartpole.hpp"
 #include "knot/problems/models/chain_of_masses.hpp"
+#include "knot/problems/models/manipulator.hpp"
 #include "knot/problems/models/pendulum.hpp"
+#include "knot/problems/robot/urdf.hpp"
 #include "test_models_local.hpp"
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -223,6 +225,58 @@ TEST(Integrator, Rk4ChainRuleInsideTheModelEqualsTheProducts) {
       EXPECT_LE(rel_err(s.B, B), 1e-6);
       s.A(m->nx() - 1, 0) += 1e-9 * std::max(1.0, r.A.cwiseAbs().maxCoeff());  // negative control
       EXPECT_GT(rel_err(s.A, r.A), 1e-13);
+    }
+  }
+}
+
+// A second-order model (Model::velocity_rows: q' = v) lets semi-implicit Euler skip its second
+// evaluation and RK4 its products over the velocity rows; the iiwa14 manipulator, which declares it,
+// against the same model behind a wrapper that does not (the general path), and against central
+// differences.
+class GeneralPath final : public Model {
+ public:
+  explicit GeneralPath(const Model& m) : m_(m) {}
+  std::string_view type() const override { return m_.type(); }
+  int nx() const override { return m_.nx(); }
+  int nu() const override { return m_.nu(); }
+  int nq() const override { return m_.nq(); }
+  std::unique_ptr<ModelData> make_data() const override { return m_.make_data(); }
+  void dynamics(ModelData& d, const double* x, const double* u, double* f) const override { m_.dynamics(d, x, u, f); }
+  void dynamics_jacobian(ModelData& d, const double* x, const double* u, double* f, double* fx,
+                         double* fu) const override {
+    m_.dynamics_jacobian(d, x, u, f, fx, fu);
+  }
+
+ private:
+  const Model& m_;
+};
+
+TEST(Integrator, VelocityRowsShortcutsEqualTheGeneralPath) {
+  const Manipulator arm(robot::load_urdf(std::string(KNOT_CONFIGS_DIR) + "/robots/iiwa14_iiwa_grid.urdf"));
+  ASSERT_TRUE(arm.velocity_rows());
+  const GeneralPath general(arm);
+  ASSERT_FALSE(general.velocity_rows());
+  Rng rng(23);
+  const double dt = 0.01;
+  for (IntegratorType t : {IntegratorType::SemiImplicitEuler, IntegratorType::Rk4}) {
+    SCOPED_TRACE(std::string(to_string(t)));
+    Integrator in(arm, t), ref(general, t);
+    for (int trial = 0; trial < 3; ++trial) {
+      const Vec x = rng.vector(arm.nx()), u = 5.0 * rng.vector(arm.nu());
+      Step s = step_jac(in, arm, x, u, dt);
+      const Step r = step_jac(ref, general, x, u, dt);
+      ASSERT_EQ(s.status, IntegratorStatus::Ok);
+      ASSERT_EQ(r.status, IntegratorStatus::Ok);
+      EXPECT_EQ(s.x_next, r.x_next);
+      EXPECT_EQ(s.x_next, step(in, arm, x, u, dt));
+      // The skipped products are with fx's [0 I] rows: the same numbers, summed from exact zeros.
+      EXPECT_LE(rel_err(s.A, r.A), 1e-15);
+      EXPECT_LE(rel_err(s.B, r.B), 1e-15);
+      const auto [A, B] = fd_step(in, arm, x, u, dt);
+      EXPECT_LE(rel_err(s.A, A), 1e-6);
+      EXPECT_LE(rel_err(s.B, B), 1e-6);
+      s.A(0, arm.nx() - 1) += 1e-9 * std::max(1.0, r.A.cwiseAbs().maxCoeff());  // negative control
+      EXPECT_GT(rel_err(s.A, r.A), 1e-15);
     }
   }
 }

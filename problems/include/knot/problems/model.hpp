@@ -81,6 +81,9 @@ class Model {
   // Split x = [q; v] for semi-implicit Euler: the first nq() states are positions. 0 when the
   // model has no such split (the integrator then refuses semi_implicit_euler).
   virtual int nq() const { return 0; }
+  // True when x = [q; v] with nx = 2 nq and f's first nq rows are v itself (q' = v, so fx's first
+  // rows are [0 I] and fu's are zero): the integrators then skip what those rows would cost.
+  virtual bool velocity_rows() const { return false; }
   // True when dynamics() is already the discrete map x+ = f(x, u) (a discrete linear model); the
   // integrator then applies it as is.
   virtual bool discrete_time() const { return false; }

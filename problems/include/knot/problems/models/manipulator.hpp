@@ -42,6 +42,7 @@ class Manipulator final : public Model, public Kinematics {
   int nx() const override { return 2 * robot_.data.n; }
   int nu() const override { return robot_.data.n; }
   int nq() const override { return robot_.data.n; }
+  bool velocity_rows() const override { return true; }
   std::vector<std::string> state_names() const override;    // q_<joint>..., qd_<joint>...
   std::vector<std::string> control_names() const override;  // tau_<joint>...
 

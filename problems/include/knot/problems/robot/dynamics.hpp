@@ -29,6 +29,10 @@
 //   u_j = S_j x v_p,   e_j = -S_j x a_p + u_j x v_p
 // and per body the (non-symmetric) 6 x 6 operator
 //   B_m y = I_m (v_m x y) - y x* (I_m v_m) - v_m x* (I_m y),   BC_i = sum_{m in sub(i)} B_m.
+// With I_m = [[J, [h]x], [-[h]x, m 1]] (h = m c, the first moment) and I_m v_m = [k; l], B_m's right
+// half vanishes and its left half is [T_m; 2 [l]x], where, with v = [w; vl] and [.]x the cross matrix,
+//   T_m = J [w]x - [w]x J + vl h' + h vl' - 2 (h'vl) 1 + [k]x,
+// so BC_i is held as the sum of the T_m (3 x 3) and of the l (3).
 // Then for j <= i, dF_i/dq_j = S_j x* F_i + IC_i e_j + BC_i u_j and dF_i/dqd_j = -BC_i S_j - 2 IC_i u_j;
 // for i < j, F_i changes as F_j does; otherwise F_i does not depend on joint j. dS_i/dq_j = S_j x S_i
 // (j <= i) cancels against S_j x* F_i:
@@ -54,6 +58,16 @@
 
 namespace knot::problems::robot {
 
+// A spatial inertia about the world origin by its ten numbers: mass m, first moment h = m c (c the
+// centre of mass) and the rotational inertia about the origin J = Ic + m (c'c 1 - c c'), symmetric
+// and stored xx yy zz xy xz yz. As a 6 x 6 matrix: [[J, [h]x], [-[h]x, m 1]].
+template <class T>
+struct Inertia {
+  T m;
+  T h[3];
+  T J[6];
+};
+
 // Scratch for every routine below; one per thread. Reusable across calls and robots.
 template <class T>
 struct Workspace {
@@ -64,12 +78,15 @@ struct Workspace {
   // Sweeps.
   T v[kMaxJoints][6], a[kMaxJoints][6];
   T u[kMaxJoints][6], e[kMaxJoints][6];          // per-joint derivative terms (see top)
-  T alpha[kMaxJoints][6], beta[kMaxJoints][6];   // IC_i S_i, BC_i' S_i
+  T alpha[kMaxJoints][6], beta[kMaxJoints][3];   // IC_i S_i, the angular half of BC_i' S_i (the rest is 0)
   T gamma[kMaxJoints][6], delta[kMaxJoints][6];  // dF_i/dq_i and dF_i/dqd_i
-  T I[36];                                       // body inertia (6 x 6)
+  Inertia<T> I[kMaxJoints];                      // body inertias, at the pose of the last kinematics
+  bool inertia_current = false;                  // I is that pose's (forward_kinematics clears it)
   T F[kMaxJoints][6];                            // subtree force sums
-  T IC[kMaxJoints][36], BC[kMaxJoints][36];      // subtree inertia and B sums (6 x 6)
+  Inertia<T> IC[kMaxJoints];                     // subtree inertia sums
+  T BT[kMaxJoints][9], Bl[kMaxJoints][3];        // subtree sums of B's T (3 x 3) and l (see top)
   T L[kMaxJoints * kMaxJoints];                  // M, then its Cholesky factor (n x n, ld n)
+  T Minv[kMaxJoints * kMaxJoints];               // M^-1 (n x n, ld n), forward_dynamics_derivatives
   T c[kMaxJoints];                               // bias forces c(q, qd)
   T dq[kMaxJoints * kMaxJoints], dqd[kMaxJoints * kMaxJoints];  // dtau/dq, dtau/dqd (ld n)
 };
@@ -126,43 +143,9 @@ KNOT_HD void crf(const T* v, const T* f, T* out) {
   }
 }
 
-// out = a x e_c (a 3-vector, e_c the unit vector c < 3): column c of [a]x, with exact zeros.
 template <class T>
-KNOT_HD void cross3_unit(const T* a, int c, T* out) {
-  const int c1 = (c + 1) % 3, c2 = (c + 2) % 3;
-  out[c] = T(0);
-  out[c1] = a[c2];
-  out[c2] = -a[c1];
-}
-
-// out = v x y_c (motion), y_c the unit 6-vector c: crm(v, y_c) without its products.
-template <class T>
-KNOT_HD void motion_cross_unit(const T* v, int c, T* out) {
-  if (c < 3) {
-    cross3_unit(v, c, out);          // w x e_c
-    cross3_unit(v + 3, c, out + 3);  // vl x e_c
-  } else {
-    for (int k = 0; k < 3; ++k) out[k] = T(0);
-    cross3_unit(v, c - 3, out + 3);  // w x e_(c-3)
-  }
-}
-
-// out = y_c x* f (force), f = [n; fl]: crf(y_c, f) without its products (e x a = -(a x e)).
-template <class T>
-KNOT_HD void unit_cross_force(int c, const T* f, T* out) {
-  T t[3];
-  if (c < 3) {
-    cross3_unit(f, c, t);
-    for (int k = 0; k < 3; ++k) out[k] = -t[k];
-    cross3_unit(f + 3, c, t);
-    for (int k = 0; k < 3; ++k) out[3 + k] = -t[k];
-  } else {
-    cross3_unit(f + 3, c - 3, t);
-    for (int k = 0; k < 3; ++k) {
-      out[k] = -t[k];
-      out[3 + k] = T(0);
-    }
-  }
+KNOT_HD T dot3(const T* a, const T* b) {
+  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
 }
 
 template <class T>
@@ -172,37 +155,47 @@ KNOT_HD T dot6(const T* a, const T* b) {
   return s;
 }
 
-// out = A x (A 6 x 6 column-major); out must not alias x.
+// out = J x for a symmetric 3 x 3 J stored xx yy zz xy xz yz; out must not alias x.
 template <class T>
-KNOT_HD void mv6(const T* A, const T* x, T* out) {
-  for (int r = 0; r < 6; ++r) out[r] = T(0);
-  for (int c = 0; c < 6; ++c)
-    for (int r = 0; r < 6; ++r) out[r] += A[r + 6 * c] * x[c];
+KNOT_HD void sym3_mul(const T* J, const T* x, T* out) {
+  out[0] = J[0] * x[0] + J[3] * x[1] + J[4] * x[2];
+  out[1] = J[3] * x[0] + J[1] * x[1] + J[5] * x[2];
+  out[2] = J[4] * x[0] + J[5] * x[1] + J[2] * x[2];
 }
 
-// out = A' x.
+// out = I x = [J xa + h x xl; m xl - h x xa]; out must not alias x.
 template <class T>
-KNOT_HD void mtv6(const T* A, const T* x, T* out) {
-  for (int c = 0; c < 6; ++c) {
-    T s = T(0);
-    for (int r = 0; r < 6; ++r) s += A[r + 6 * c] * x[r];
-    out[c] = s;
+KNOT_HD void inertia_mul(const Inertia<T>& I, const T* x, T* out) {
+  T hxl[3], hxa[3];
+  sym3_mul(I.J, x, out);
+  cross3(I.h, x + 3, hxl);
+  cross3(I.h, x, hxa);
+  for (int k = 0; k < 3; ++k) {
+    out[k] += hxl[k];
+    out[3 + k] = I.m * x[3 + k] - hxa[k];
   }
 }
 
-// World spatial inertia of body i about the world origin: mass m, COM c, rotational inertia Ic
-// about the COM (all world):  [[Ic + m (c'c 1 - c c'), m [c]x], [-m [c]x, m 1]].
 template <class T>
-KNOT_HD void body_inertia(const RobotData& r, int i, const Workspace<T>& w, T* I6) {
+KNOT_HD void inertia_add(Inertia<T>& to, const Inertia<T>& from) {
+  to.m += from.m;
+  for (int k = 0; k < 3; ++k) to.h[k] += from.h[k];
+  for (int k = 0; k < 6; ++k) to.J[k] += from.J[k];
+}
+
+// World spatial inertia of body i about the world origin, from its mass m, COM c and rotational
+// inertia Ic about the COM (all world): J = Ic + m (c'c 1 - c c'), h = m c.
+template <class T>
+KNOT_HD void body_inertia(const RobotData& r, int i, const Workspace<T>& w, Inertia<T>& I) {
   using C = Const<T>;
   const T* R = w.R[i];
   const C m = C(r.mass[i]);
   const C com[3] = {C(r.com[i][0]), C(r.com[i][1]), C(r.com[i][2])};
   T c[3];
   for (int k = 0; k < 3; ++k) c[k] = w.p[i][k] + R[k] * com[0] + R[k + 3] * com[1] + R[k + 6] * com[2];
-  const double* J = r.inertia[i];
-  const C Ib[9] = {C(J[0]), C(J[3]), C(J[4]), C(J[3]), C(J[1]), C(J[5]), C(J[4]), C(J[5]), C(J[2])};
-  // Ic = R Ib R'
+  const double* Jb = r.inertia[i];
+  const C Ib[9] = {C(Jb[0]), C(Jb[3]), C(Jb[4]), C(Jb[3]), C(Jb[1]), C(Jb[5]), C(Jb[4]), C(Jb[5]), C(Jb[2])};
+  // Ic = R Ib R', its six distinct entries.
   T RI[9];
   for (int col = 0; col < 3; ++col)
     for (int row = 0; row < 3; ++row) {
@@ -210,106 +203,144 @@ KNOT_HD void body_inertia(const RobotData& r, int i, const Workspace<T>& w, T* I
       for (int k = 0; k < 3; ++k) s += R[row + 3 * k] * Ib[k + 3 * col];
       RI[row + 3 * col] = s;
     }
+  constexpr int rows[6] = {0, 1, 2, 0, 0, 1}, cols[6] = {0, 1, 2, 1, 2, 2};
+  I.m = T(m);
+  for (int k = 0; k < 3; ++k) I.h[k] = m * c[k];
   const T cc = c[0] * c[0] + c[1] * c[1] + c[2] * c[2];
-  for (int col = 0; col < 3; ++col)
-    for (int row = 0; row < 3; ++row) {
-      T s = T(0);
-      for (int k = 0; k < 3; ++k) s += RI[row + 3 * k] * R[col + 3 * k];
-      s += m * ((row == col ? cc : T(0)) - c[row] * c[col]);
-      I6[row + 6 * col] = s;
-      I6[(row + 3) + 6 * (col + 3)] = row == col ? T(m) : T(0);
-    }
-  // m [c]x in the upper right, its transpose in the lower left.
-  const T mc[3] = {m * c[0], m * c[1], m * c[2]};
-  const T cx[9] = {T(0), mc[2], -mc[1], -mc[2], T(0), mc[0], mc[1], -mc[0], T(0)};  // column-major
-  for (int col = 0; col < 3; ++col)
-    for (int row = 0; row < 3; ++row) {
-      I6[row + 6 * (col + 3)] = cx[row + 3 * col];
-      I6[(row + 3) + 6 * col] = cx[col + 3 * row];
-    }
+  for (int e = 0; e < 6; ++e) {
+    const int row = rows[e], col = cols[e];
+    T s = T(0);
+    for (int k = 0; k < 3; ++k) s += RI[row + 3 * k] * R[col + 3 * k];
+    I.J[e] = s + (e < 3 ? m * cc : T(0)) - I.h[row] * c[col];
+  }
+}
+
+// B's 3 x 3 block T (column-major; see top) for a body of inertia I moving with v, whose momentum
+// I v = [k; l] is given.
+template <class T>
+KNOT_HD void b_block(const Inertia<T>& I, const T* v, const T* k, T* Tm) {
+  const T* w = v;
+  const T* vl = v + 3;
+  const T* J = I.J;
+  // Columns of J (symmetric): J(:, 0) = (J0, J3, J4), J(:, 1) = (J3, J1, J5), J(:, 2) = (J4, J5, J2).
+  const T J0[3] = {J[0], J[3], J[4]}, J1[3] = {J[3], J[1], J[5]}, J2[3] = {J[4], J[5], J[2]};
+  // P = J [w]x, column c = J (w x e_c); J [w]x - [w]x J = P + P' since [w]x J = -(J [w]x)'.
+  T P[9];
+  for (int r = 0; r < 3; ++r) {
+    P[r] = w[2] * J1[r] - w[1] * J2[r];
+    P[r + 3] = w[0] * J2[r] - w[2] * J0[r];
+    P[r + 6] = w[1] * J0[r] - w[0] * J1[r];
+  }
+  const T hv = T(2) * dot3(I.h, vl);
+  for (int c = 0; c < 3; ++c)
+    for (int r = 0; r < 3; ++r) Tm[r + 3 * c] = P[r + 3 * c] + P[c + 3 * r] + vl[r] * I.h[c] + I.h[r] * vl[c];
+  for (int d = 0; d < 3; ++d) Tm[d + 3 * d] -= hv;
+  // + [k]x
+  Tm[1] += k[2];
+  Tm[2] -= k[1];
+  Tm[3] -= k[2];
+  Tm[5] += k[0];
+  Tm[6] += k[1];
+  Tm[7] -= k[0];
+}
+
+// out = [Tm y; 2 l x y] for a 3-vector y: B times [y; 0] (B's right half is zero).
+template <class T>
+KNOT_HD void b_mul(const T* Tm, const T* l, const T* y, T* out) {
+  T lxy[3];
+  cross3(l, y, lxy);
+  for (int r = 0; r < 3; ++r) {
+    out[r] = Tm[r] * y[0] + Tm[r + 3] * y[1] + Tm[r + 6] * y[2];
+    out[3 + r] = T(2) * lxy[r];
+  }
 }
 
 // True when body j is i or an ancestor of i.
 KNOT_HD bool above(const RobotData& r, int j, int i) { return ((r.ancestors[i] >> j) & 1u) != 0; }
 
+// The body inertias at the pose of the last forward_kinematics, computed once per pose.
+template <class T>
+KNOT_HD void update_inertias(const RobotData& r, Workspace<T>& w) {
+  if (w.inertia_current) return;
+  for (int i = 0; i < r.n; ++i) body_inertia(r, i, w, w.I[i]);
+  w.inertia_current = true;
+}
+
 // The sweeps shared by every routine; forward_kinematics must have run. qdd may be null (zero).
-// Writes tau (if non-null), M (if non-null) and, when kDerivatives, dtau/dq and dtau/dqd.
+// Writes tau (if non-null), M (if non-null) and, when kDerivatives, dtau/dq and dtau/dqd. M alone
+// (tau null, no derivatives) needs no velocities or forces: the composite rigid body algorithm.
 template <bool kDerivatives, class T>
 KNOT_HD void rnea_sweeps(const RobotData& r, const T* qd, const T* qdd, T* tau, T* M, int ldm, T* dq, T* dqd,
                          int ldd, Workspace<T>& w) {
   const int n = r.n;
+  const bool forces = kDerivatives || tau != nullptr;
+  update_inertias(r, w);
   const T a0[6] = {T(0), T(0), T(0), -T(r.gravity[0]), -T(r.gravity[1]), -T(r.gravity[2])};
   const T zero6[6] = {T(0), T(0), T(0), T(0), T(0), T(0)};
-  for (int i = 0; i < n; ++i) {
-    const int p = r.parent[i];
-    const T* vp = p < 0 ? zero6 : w.v[p];
-    const T* ap = p < 0 ? a0 : w.a[p];
-    const T* S = w.S[i];
-    const T qdd_i = qdd != nullptr ? qdd[i] : T(0);
-    for (int k = 0; k < 6; ++k) w.v[i][k] = vp[k] + S[k] * qd[i];
-    T vxS[6];
-    crm(w.v[i], S, vxS);
-    for (int k = 0; k < 6; ++k) w.a[i][k] = ap[k] + S[k] * qdd_i + vxS[k] * qd[i];
-    if constexpr (kDerivatives) {
-      crm(S, vp, w.u[i]);
-      T t0[6], t1[6];
-      crm(S, ap, t0);
-      crm(w.u[i], vp, t1);
-      for (int k = 0; k < 6; ++k) w.e[i][k] = t1[k] - t0[k];
+  if (forces) {
+    for (int i = 0; i < n; ++i) {
+      const int p = r.parent[i];
+      const T* vp = p < 0 ? zero6 : w.v[p];
+      const T* ap = p < 0 ? a0 : w.a[p];
+      const T* S = w.S[i];
+      const T qdd_i = qdd != nullptr ? qdd[i] : T(0);
+      for (int k = 0; k < 6; ++k) w.v[i][k] = vp[k] + S[k] * qd[i];
+      T vxS[6];
+      crm(w.v[i], S, vxS);
+      for (int k = 0; k < 6; ++k) w.a[i][k] = ap[k] + S[k] * qdd_i + vxS[k] * qd[i];
+      if constexpr (kDerivatives) {
+        crm(S, vp, w.u[i]);
+        T t0[6], t1[6];
+        crm(S, ap, t0);
+        crm(w.u[i], vp, t1);
+        for (int k = 0; k < 6; ++k) w.e[i][k] = t1[k] - t0[k];
+      }
     }
   }
 
   for (int i = n - 1; i >= 0; --i) {
-    body_inertia(r, i, w, w.I);
+    const Inertia<T>& I = w.I[i];
     const T* S = w.S[i];
     T* F = w.F[i];
-    T* IC = w.IC[i];
-    T* BC = w.BC[i];
-    T h[6], Ia[6], vxh[6];
-    mv6(w.I, w.v[i], h);
-    mv6(w.I, w.a[i], Ia);
-    crf(w.v[i], h, vxh);
-    for (int k = 0; k < 6; ++k) F[k] = Ia[k] + vxh[k];
-    for (int k = 0; k < 36; ++k) IC[k] = w.I[k];
-    if constexpr (kDerivatives) {
-      // B_i, one column B_i y_c per unit vector y_c. v x y_c and y_c x* h are entries of v and h
-      // moved and negated, and I y_c is I's column c, so no product with y_c's zeros and ones is
-      // formed: the results are those of the general products but for the sign of zeros, at a
-      // third of the cost (the sweep's largest part, and the bulk of a dual evaluation's).
-      for (int col = 0; col < 6; ++col) {
-        const T* Iy = w.I + 6 * col;
-        T vy[6], yh[6], vIy[6], Ivy[6];
-        motion_cross_unit(w.v[i], col, vy);
-        unit_cross_force(col, h, yh);
-        // I (v x y_c): v x y_c vanishes outside two entries of each half (the angular one too
-        // when c is linear), which are skipped in the column order of mv6.
-        for (int r = 0; r < 6; ++r) Ivy[r] = T(0);
-        for (int c = 0; c < 6; ++c) {
-          if (c == col % 3 || c == 3 + col % 3 || (col >= 3 && c < 3)) continue;
-          for (int r = 0; r < 6; ++r) Ivy[r] += w.I[r + 6 * c] * vy[c];
-        }
-        crf(w.v[i], Iy, vIy);
-        for (int k = 0; k < 6; ++k) BC[k + 6 * col] = Ivy[k] - yh[k] - vIy[k];
+    Inertia<T>& IC = w.IC[i];
+    IC = I;
+    if (forces) {
+      T h[6], Ia[6], vxh[6];
+      inertia_mul(I, w.v[i], h);
+      inertia_mul(I, w.a[i], Ia);
+      crf(w.v[i], h, vxh);
+      for (int k = 0; k < 6; ++k) F[k] = Ia[k] + vxh[k];
+      if constexpr (kDerivatives) {
+        b_block(I, w.v[i], h, w.BT[i]);
+        for (int k = 0; k < 3; ++k) w.Bl[i][k] = h[3 + k];
       }
     }
     // The children's subtrees (numbered after i, so already summed).
     for (int c = i + 1; c < n; ++c) {
       if (r.parent[c] != i) continue;
-      for (int k = 0; k < 6; ++k) F[k] += w.F[c][k];
-      for (int k = 0; k < 36; ++k) IC[k] += w.IC[c][k];
-      if constexpr (kDerivatives)
-        for (int k = 0; k < 36; ++k) BC[k] += w.BC[c][k];
+      inertia_add(IC, w.IC[c]);
+      if (forces)
+        for (int k = 0; k < 6; ++k) F[k] += w.F[c][k];
+      if constexpr (kDerivatives) {
+        for (int k = 0; k < 9; ++k) w.BT[i][k] += w.BT[c][k];
+        for (int k = 0; k < 3; ++k) w.Bl[i][k] += w.Bl[c][k];
+      }
     }
     if (tau != nullptr) tau[i] = dot6(S, F);
-    mv6(IC, S, w.alpha[i]);
+    inertia_mul(IC, S, w.alpha[i]);
     if constexpr (kDerivatives) {
-      mtv6(BC, S, w.beta[i]);
+      // beta = BC' S = [T' Sa + 2 Sl x l; 0].
+      const T* BT = w.BT[i];
+      const T* l = w.Bl[i];
+      T Sxl[3];
+      cross3(S + 3, l, Sxl);
+      for (int c = 0; c < 3; ++c) w.beta[i][c] = dot3(BT + 3 * c, S) + T(2) * Sxl[c];
       T SF[6], ICe[6], BCu[6], BCS[6], ICu[6];
       crf(S, F, SF);
-      mv6(IC, w.e[i], ICe);
-      mv6(BC, w.u[i], BCu);
-      mv6(BC, S, BCS);
-      mv6(IC, w.u[i], ICu);
+      inertia_mul(IC, w.e[i], ICe);
+      b_mul(BT, l, w.u[i], BCu);
+      b_mul(BT, l, S, BCS);
+      inertia_mul(IC, w.u[i], ICu);
       for (int k = 0; k < 6; ++k) {
         w.gamma[i][k] = SF[k] + ICe[k] + BCu[k];
         w.delta[i][k] = -BCS[k] - T(2) * ICu[k];
@@ -317,14 +348,24 @@ KNOT_HD void rnea_sweeps(const RobotData& r, const T* qd, const T* qdd, T* tau, 
     }
   }
 
-  for (int i = 0; i < n; ++i)
-    for (int j = 0; j < n; ++j) {
-      const bool j_above = above(r, j, i), j_below = !j_above && above(r, i, j);
-      if (M != nullptr) M[i + j * ldm] = j_above ? dot6(w.alpha[i], w.S[j]) : j_below ? dot6(w.alpha[j], w.S[i]) : T(0);
-      if constexpr (kDerivatives) {
+  if (M != nullptr) {
+    // M_ij = M_ji = S_j' IC_i S_i for j <= i, along the path to the base; 0 across branches.
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < n; ++i) M[i + j * ldm] = T(0);
+    for (int i = 0; i < n; ++i)
+      for (int j = i; j >= 0; j = r.parent[j]) {
+        const T mij = dot6(w.alpha[i], w.S[j]);
+        M[i + j * ldm] = mij;
+        M[j + i * ldm] = mij;
+      }
+  }
+  if constexpr (kDerivatives)
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) {
+        const bool j_above = above(r, j, i), j_below = !j_above && above(r, i, j);
         if (j_above) {
-          dq[i + j * ldd] = dot6(w.alpha[i], w.e[j]) + dot6(w.beta[i], w.u[j]);
-          dqd[i + j * ldd] = -dot6(w.beta[i], w.S[j]) - T(2) * dot6(w.alpha[i], w.u[j]);
+          dq[i + j * ldd] = dot6(w.alpha[i], w.e[j]) + dot3(w.beta[i], w.u[j]);
+          dqd[i + j * ldd] = -dot3(w.beta[i], w.S[j]) - T(2) * dot6(w.alpha[i], w.u[j]);
         } else if (j_below) {
           dq[i + j * ldd] = dot6(w.S[i], w.gamma[j]);
           dqd[i + j * ldd] = dot6(w.S[i], w.delta[j]);
@@ -333,7 +374,6 @@ KNOT_HD void rnea_sweeps(const RobotData& r, const T* qd, const T* qdd, T* tau, 
           dqd[i + j * ldd] = T(0);
         }
       }
-    }
 }
 
 // Plain floating-point scalars take linalg's kernels; any other scalar (a dual number carrying
@@ -390,6 +430,52 @@ KNOT_HD void solve_mass(int n, Workspace<T>& w, T* x) {
   }
 }
 
+// w.Minv = M^-1 = L^-T L^-1 from the factor in w.L, in place: L^-1 in the lower triangle, then the
+// upper triangle, then the diagonal, then the mirror; M^-1(i, j) and M^-1(j, i) are one number.
+template <class T>
+KNOT_HD void invert_mass(int n, Workspace<T>& w) {
+  const T* L = w.L;
+  T* X = w.Minv;  // X = L^-1 in the lower triangle (ld n) first
+  for (int j = 0; j < n; ++j) {
+    X[j + j * n] = T(1) / L[j + j * n];
+    for (int i = j + 1; i < n; ++i) {
+      T s = T(0);
+      for (int k = j; k < i; ++k) s += L[i + k * n] * X[k + j * n];
+      X[i + j * n] = -s / L[i + i * n];
+    }
+  }
+  // M^-1(j, i) = sum_{k >= i} X(k, j) X(k, i) for i > j reads only X's lower triangle; the diagonal
+  // entry i reads column i alone, so each is written after its last use.
+  for (int j = 0; j < n; ++j)
+    for (int i = j + 1; i < n; ++i) {
+      T s = T(0);
+      for (int k = i; k < n; ++k) s += X[k + i * n] * X[k + j * n];
+      X[j + i * n] = s;
+    }
+  for (int i = 0; i < n; ++i) {
+    T s = T(0);
+    for (int k = i; k < n; ++k) s += X[k + i * n] * X[k + i * n];
+    X[i + i * n] = s;
+  }
+  for (int j = 0; j < n; ++j)
+    for (int i = j + 1; i < n; ++i) X[i + j * n] = X[j + i * n];
+}
+
+// out = -M^-1 D (n x n; D ld n, out ld ldo) with w.Minv; column by column, so the inner loop runs
+// down contiguous columns of M^-1.
+template <class T>
+KNOT_HD void neg_mass_product(int n, const Workspace<T>& w, const T* D, T* out, int ldo) {
+  const T* Mi = w.Minv;
+  for (int j = 0; j < n; ++j) {
+    T col[kMaxJoints];
+    const T* d = D + j * n;
+    for (int i = 0; i < n; ++i) col[i] = -Mi[i] * d[0];
+    for (int k = 1; k < n; ++k)
+      for (int i = 0; i < n; ++i) col[i] -= Mi[i + k * n] * d[k];
+    for (int i = 0; i < n; ++i) out[i + j * ldo] = col[i];
+  }
+}
+
 }  // namespace detail
 
 // World pose of every body (w.R, w.p) and every joint's motion subspace (w.S) at q.
@@ -397,6 +483,7 @@ template <class T>
 KNOT_HD void forward_kinematics(const RobotData& r, const T* q, Workspace<T>& w) {
   using std::cos;
   using std::sin;
+  w.inertia_current = false;
   for (int i = 0; i < r.n; ++i) {
     const int p = r.parent[i];
     // Joint frame in the world: (Rj, pj) = parent pose * (joint_R, joint_p).
@@ -424,22 +511,16 @@ KNOT_HD void forward_kinematics(const RobotData& r, const T* q, Workspace<T>& w)
     for (int row = 0; row < 3; ++row) aw[row] = Rj[row] * ax[0] + Rj[row + 3] * ax[1] + Rj[row + 6] * ax[2];
     T* S = w.S[i];
     if (r.type[i] == JointType::Revolute) {
-      // Rodrigues: Rot(a, q) = 1 + sin q [a]x + (1 - cos q) [a]x^2, applied on the right.
-      const T s = sin(q[i]), c1 = T(1) - cos(q[i]);
-      const C K[9] = {C(0), ax[2], -ax[1], -ax[2], C(0), ax[0], ax[1], -ax[0], C(0)};
-      T Rot[9];
-      for (int col = 0; col < 3; ++col)
-        for (int row = 0; row < 3; ++row) {
-          C k2 = C(0);
-          for (int k = 0; k < 3; ++k) k2 += K[row + 3 * k] * K[k + 3 * col];
-          Rot[row + 3 * col] = T(row == col ? 1 : 0) + s * K[row + 3 * col] + c1 * k2;
-        }
-      for (int col = 0; col < 3; ++col)
-        for (int row = 0; row < 3; ++row) {
-          T t = T(0);
-          for (int k = 0; k < 3; ++k) t += Rj[row + 3 * k] * Rot[k + 3 * col];
-          w.R[i][row + 3 * col] = t;
-        }
+      // Rodrigues, Rot(a, q) = cos q 1 + sin q [a]x + (1 - cos q) a a' for the unit axis a, applied
+      // on the right: Rj [a]x = [aw]x Rj and Rj a = aw, so Rj Rot = cos q Rj + sin q [aw]x Rj +
+      // (1 - cos q) aw a', without forming Rot.
+      const T s = sin(q[i]), c = cos(q[i]), c1 = T(1) - c;
+      for (int col = 0; col < 3; ++col) {
+        const T* Rc = Rj + 3 * col;
+        T x[3];
+        detail::cross3(aw, Rc, x);
+        for (int row = 0; row < 3; ++row) w.R[i][row + 3 * col] = c * Rc[row] + s * x[row] + c1 * aw[row] * ax[col];
+      }
       for (int k = 0; k < 3; ++k) w.p[i][k] = pj[k];
       for (int k = 0; k < 3; ++k) S[k] = aw[k];
       detail::cross3(pj, aw, S + 3);
@@ -546,27 +627,18 @@ KNOT_HD int forward_dynamics_derivatives(const RobotData& r, const T* q, const T
       }
     return fail;
   }
+  // One M^-1 and two products, in place of a pair of triangular solves per column.
+  if (dqdd_dq != nullptr || dqdd_dqd != nullptr || dqdd_dtau != nullptr) detail::invert_mass(n, w);
   if (dqdd_dq != nullptr || dqdd_dqd != nullptr) {
     // These sweeps write no mass matrix, so the factor in w.L survives them.
     detail::rnea_sweeps<true>(r, qd, qdd, static_cast<T*>(nullptr), static_cast<T*>(nullptr), 0, w.dq, w.dqd, n,
                               w);
-    for (int j = 0; j < n; ++j) {
-      detail::solve_mass(n, w, w.dq + j * n);
-      detail::solve_mass(n, w, w.dqd + j * n);
-      for (int i = 0; i < n; ++i) {
-        if (dqdd_dq != nullptr) dqdd_dq[i + j * ldd] = -w.dq[i + j * n];
-        if (dqdd_dqd != nullptr) dqdd_dqd[i + j * ldd] = -w.dqd[i + j * n];
-      }
-    }
+    if (dqdd_dq != nullptr) detail::neg_mass_product(n, w, w.dq, dqdd_dq, ldd);
+    if (dqdd_dqd != nullptr) detail::neg_mass_product(n, w, w.dqd, dqdd_dqd, ldd);
   }
-  if (dqdd_dtau != nullptr) {
-    for (int j = 0; j < n; ++j) {
-      T col[kMaxJoints];
-      for (int i = 0; i < n; ++i) col[i] = T(i == j ? 1 : 0);
-      detail::solve_mass(n, w, col);
-      for (int i = 0; i < n; ++i) dqdd_dtau[i + j * ldd] = col[i];
-    }
-  }
+  if (dqdd_dtau != nullptr)
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < n; ++i) dqdd_dtau[i + j * ldd] = w.Minv[i + j * n];
   return 0;
 }
 
