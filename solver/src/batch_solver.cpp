@@ -18,6 +18,8 @@
 #include <vector>
 
 #include "knot/problems/cost.hpp"
+#include "knot/problems/error.hpp"
+#include "size_text.hpp"
 
 namespace knot::solver {
 
@@ -148,6 +150,16 @@ BatchSolver::BatchSolver(problems::Problem problem, int batch_size, const BatchO
   Impl& m = *impl_;
   m.backend = options.backend;
   const SolverOptions solver_options = options.solver ? *options.solver : from_settings(problem.solver);
+  // solver.memory_limit bounds the whole batch: B workspaces are allocated here, before any solve.
+  const double need = estimate_workspace_bytes(problem, solver_options) * batch_size;
+  if (need > solver_options.memory_limit * detail::kGiB)
+    throw problems::ProblemError(
+        problems::SourceLocation{problem.source, 0, 0}, "solver.memory_limit",
+        "a batch within the limit of " + detail::bytes_text(solver_options.memory_limit * detail::kGiB) +
+            " of solver workspace",
+        std::to_string(batch_size) + " problems that need about " + detail::bytes_text(need) + " (" +
+            detail::sizes_text(problem) + ")",
+        "raise solver.memory_limit, or solve a smaller batch");
   for (const auto& c : problem.costs)
     if (c->reference() != nullptr && own_copy(c) == c) m.shared_costs.push_back(c->info().name);
   m.solvers.reserve(static_cast<std::size_t>(batch_size));

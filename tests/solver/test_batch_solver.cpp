@@ -10,6 +10,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "knot/problems/error.hpp"
 #include "knot/solver/batch.hpp"
 #include "test_sqp_common.hpp"
 #include "test_util.hpp"
@@ -230,6 +231,23 @@ TEST(BatchSolver, CudaBackendIsAClearError) {
     FAIL() << "a cuda batch was built";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("backend cuda"), std::string::npos) << e.what();
+  }
+}
+
+// solver.memory_limit bounds the whole batch: twice one problem's estimate admits two, not three.
+TEST(BatchSolver, MemoryLimitBoundsTheBatch) {
+  const problems::Problem p = load_config("cartpole_swingup");
+  BatchOptions o;
+  o.threads = 1;
+  o.solver = sqp_options(p);
+  o.solver->memory_limit = 2.5 * solver::estimate_workspace_bytes(p, *o.solver) / (1024.0 * 1024.0 * 1024.0);
+  EXPECT_NO_THROW(BatchSolver(p, 2, o));
+  try {
+    BatchSolver batch(p, 3, o);
+    FAIL() << "a batch over the memory limit was built";
+  } catch (const problems::ProblemError& e) {
+    EXPECT_EQ(e.key_path(), "solver.memory_limit");
+    EXPECT_NE(std::string(e.what()).find("3 problems that need about"), std::string::npos) << e.what();
   }
 }
 

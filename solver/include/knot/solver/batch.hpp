@@ -52,7 +52,8 @@ class BatchSolver {
  public:
   // Throws std::invalid_argument when batch_size < 1, options.validate() fails, or the backend is not
   // available in this build (the message of batch_backend_unavailable); problems::ProblemError as
-  // Solver does for the problem itself.
+  // Solver does for the problem itself, and (key solver.memory_limit) when B times
+  // estimate_workspace_bytes exceeds the solver options' memory_limit: the limit bounds the batch.
   BatchSolver(problems::Problem problem, int batch_size);
   BatchSolver(problems::Problem problem, int batch_size, const BatchOptions& options);
   ~BatchSolver();
