@@ -6,8 +6,6 @@
 // when problems need different iteration counts; which thread solves a problem cannot change its
 // result, because the problems share nothing mutable. Nothing here allocates after construction:
 // the mutex, the condition variables and the counter are all fixed state.
-#include "knot/solver/batch.hpp"
-
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -19,21 +17,25 @@
 
 #include "knot/problems/cost.hpp"
 #include "knot/problems/error.hpp"
+#include "knot/solver/batch.hpp"
 #include "size_text.hpp"
 
 namespace knot::solver {
 
 const char* to_string(BatchBackend backend) {
   switch (backend) {
-    case BatchBackend::Cpu: return "cpu";
-    case BatchBackend::Cuda: return "cuda";
+    case BatchBackend::Cpu:
+      return "cpu";
+    case BatchBackend::Cuda:
+      return "cuda";
   }
   return "unknown";
 }
 
 std::string batch_backend_unavailable(BatchBackend backend) {
   switch (backend) {
-    case BatchBackend::Cpu: return {};
+    case BatchBackend::Cpu:
+      return {};
     case BatchBackend::Cuda:
       return "backend cuda: the batched SQP has no CUDA path yet (docs/batch.md, \"What exists today\"); use "
              "backend cpu";
@@ -57,7 +59,8 @@ namespace {
 // A reference-carrying type not listed here stays shared; set_reference refuses it (shared_costs).
 std::shared_ptr<problems::CostTerm> own_copy(const std::shared_ptr<problems::CostTerm>& c) {
   if (c->reference() == nullptr) return c;
-  if (const auto* t = dynamic_cast<const problems::StateCost*>(c.get())) return std::make_shared<problems::StateCost>(*t);
+  if (const auto* t = dynamic_cast<const problems::StateCost*>(c.get()))
+    return std::make_shared<problems::StateCost>(*t);
   if (const auto* t = dynamic_cast<const problems::ControlCost*>(c.get()))
     return std::make_shared<problems::ControlCost>(*t);
   if (const auto* t = dynamic_cast<const problems::EndEffectorCost*>(c.get()))
@@ -70,7 +73,7 @@ std::shared_ptr<problems::CostTerm> own_copy(const std::shared_ptr<problems::Cos
 struct BatchSolver::Impl {
   BatchBackend backend = BatchBackend::Cpu;
   std::vector<Solver> solvers;
-  std::vector<std::string> shared_costs;  // reference-carrying costs the batch could not copy
+  std::vector<std::string> shared_costs;   // reference-carrying costs the batch could not copy
   std::vector<std::exception_ptr> errors;  // one per problem, set only if its solve() threw
 
   // ---- The pool.
@@ -80,11 +83,12 @@ struct BatchSolver::Impl {
   std::uint64_t generation = 0;  // rounds opened by solve()
   int running = 0;               // workers not yet finished with the current round
   bool stop = false;
-  std::atomic<int> next{0};      // the next problem to hand out
+  std::atomic<int> next{0};  // the next problem to hand out
 
   void solve_problems() {
     const int B = static_cast<int>(solvers.size());
-    for (int i = next.fetch_add(1, std::memory_order_relaxed); i < B; i = next.fetch_add(1, std::memory_order_relaxed)) {
+    for (int i = next.fetch_add(1, std::memory_order_relaxed); i < B;
+         i = next.fetch_add(1, std::memory_order_relaxed)) {
       try {
         solvers[static_cast<std::size_t>(i)].solve();
       } catch (...) {
@@ -143,7 +147,8 @@ BatchSolver::BatchSolver(problems::Problem problem, int batch_size)
 
 BatchSolver::BatchSolver(problems::Problem problem, int batch_size, const BatchOptions& options)
     : impl_(std::make_unique<Impl>()) {
-  if (batch_size < 1) throw std::invalid_argument("BatchSolver: batch_size must be >= 1, found " + std::to_string(batch_size));
+  if (batch_size < 1)
+    throw std::invalid_argument("BatchSolver: batch_size must be >= 1, found " + std::to_string(batch_size));
   if (std::string why = options.validate(); !why.empty()) throw std::invalid_argument("BatchOptions: " + why);
   if (std::string why = batch_backend_unavailable(options.backend); !why.empty())
     throw std::invalid_argument("BatchSolver: " + why);
@@ -153,13 +158,13 @@ BatchSolver::BatchSolver(problems::Problem problem, int batch_size, const BatchO
   // solver.memory_limit bounds the whole batch: B workspaces are allocated here, before any solve.
   const double need = estimate_workspace_bytes(problem, solver_options) * batch_size;
   if (need > solver_options.memory_limit * detail::kGiB)
-    throw problems::ProblemError(
-        problems::SourceLocation{problem.source, 0, 0}, "solver.memory_limit",
-        "a batch within the limit of " + detail::bytes_text(solver_options.memory_limit * detail::kGiB) +
-            " of solver workspace",
-        std::to_string(batch_size) + " problems that need about " + detail::bytes_text(need) + " (" +
-            detail::sizes_text(problem) + ")",
-        "raise solver.memory_limit, or solve a smaller batch");
+    throw problems::ProblemError(problems::SourceLocation{problem.source, 0, 0}, "solver.memory_limit",
+                                 "a batch within the limit of " +
+                                     detail::bytes_text(solver_options.memory_limit * detail::kGiB) +
+                                     " of solver workspace",
+                                 std::to_string(batch_size) + " problems that need about " + detail::bytes_text(need) +
+                                     " (" + detail::sizes_text(problem) + ")",
+                                 "raise solver.memory_limit, or solve a smaller batch");
   for (const auto& c : problem.costs)
     if (c->reference() != nullptr && own_copy(c) == c) m.shared_costs.push_back(c->info().name);
   m.solvers.reserve(static_cast<std::size_t>(batch_size));

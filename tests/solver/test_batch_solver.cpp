@@ -42,8 +42,10 @@ Record record(const solver::Solution& sol, const solver::Stats& st) {
 
 // Empty when a and b are the same bit for bit, else the first field that differs.
 std::string difference(const Record& a, const Record& b) {
-  if (a.status != b.status) return std::string("status ") + solver::to_string(a.status) + " vs " + solver::to_string(b.status);
-  if (a.iterations != b.iterations) return "iterations " + std::to_string(a.iterations) + " vs " + std::to_string(b.iterations);
+  if (a.status != b.status)
+    return std::string("status ") + solver::to_string(a.status) + " vs " + solver::to_string(b.status);
+  if (a.iterations != b.iterations)
+    return "iterations " + std::to_string(a.iterations) + " vs " + std::to_string(b.iterations);
   if (!bitwise_equal(a.x, b.x)) return "x";
   if (!bitwise_equal(a.u, b.u)) return "u";
   if (!bitwise_equal(a.lambda, b.lambda)) return "lambda";

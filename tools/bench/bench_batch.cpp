@@ -65,7 +65,8 @@ void BatchPool(benchmark::State& state) {
     solved = batch.solve();
   }
   state.SetLabel(kConfigs[state.range(0)]);
-  state.counters["problems_per_s"] = benchmark::Counter(static_cast<double>(B) * state.iterations(), benchmark::Counter::kIsRate);
+  state.counters["problems_per_s"] =
+      benchmark::Counter(static_cast<double>(B) * state.iterations(), benchmark::Counter::kIsRate);
   state.counters["solved"] = solved;
   state.counters["threads"] = batch.threads();
 }
@@ -89,7 +90,8 @@ void SeparateSolvers(benchmark::State& state) {
     }
   }
   state.SetLabel(kConfigs[state.range(0)]);
-  state.counters["problems_per_s"] = benchmark::Counter(static_cast<double>(B) * state.iterations(), benchmark::Counter::kIsRate);
+  state.counters["problems_per_s"] =
+      benchmark::Counter(static_cast<double>(B) * state.iterations(), benchmark::Counter::kIsRate);
   state.counters["solved"] = solved;
   state.counters["threads"] = 1;
 }

@@ -5,21 +5,21 @@
 // nx draws per copy in copy order; copy 0 keeps the file's x0), --vary-file F gives one initial state
 // per line. The summary: the count of each status, the batch's wall clock per problem, and each
 // problem's status, iterations, cost and solve time (table, JSON or CSV).
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <array>
 #include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fmt/core.h>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "knot/problems/error.hpp"
@@ -150,10 +150,10 @@ int run_solve_batch(const SolveOptions& opt) {
     if (counts[static_cast<std::size_t>(s)] > 0)
       statuses += fmt::format("{}{} {}", statuses.empty() ? "" : ", ",
                               solver::to_string(static_cast<solver::Status>(s)), counts[static_cast<std::size_t>(s)]);
-  const std::string vary = !opt.vary_file.empty() ? "x0 from " + opt.vary_file
-                           : sigma > 0 ? fmt::format("x0 + {:g} N(0, 1) (mt19937_64 seed {}; problem 0 unperturbed)",
-                                                     sigma, kVarySeed)
-                                       : std::string("none (B identical copies)");
+  const std::string vary =
+      !opt.vary_file.empty() ? "x0 from " + opt.vary_file
+      : sigma > 0 ? fmt::format("x0 + {:g} N(0, 1) (mt19937_64 seed {}; problem 0 unperturbed)", sigma, kVarySeed)
+                  : std::string("none (B identical copies)");
 
   if (opt.format == "json") {
     nlohmann::ordered_json j;
