@@ -6,7 +6,9 @@
 // when problems need different iteration counts; which thread solves a problem cannot change its
 // result, because the problems share nothing mutable. Nothing here allocates after construction:
 // the mutex, the condition variables and the counter are all fixed state.
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -15,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "knot/problems/constraint.hpp"
 #include "knot/problems/cost.hpp"
 #include "knot/problems/error.hpp"
 #include "knot/solver/batch.hpp"
@@ -68,6 +71,35 @@ std::shared_ptr<problems::CostTerm> own_copy(const std::shared_ptr<problems::Cos
   return c;
 }
 
+// Box terms are copied per problem too, so that set_bounds can move one problem's bounds.
+std::shared_ptr<problems::ConstraintTerm> own_copy(const std::shared_ptr<problems::ConstraintTerm>& c) {
+  if (const auto* t = dynamic_cast<const problems::ControlBox*>(c.get()))
+    return std::make_shared<problems::ControlBox>(*t);
+  if (const auto* t = dynamic_cast<const problems::StateBox*>(c.get())) return std::make_shared<problems::StateBox>(*t);
+  return c;
+}
+
+// Empty when `lo`, `hi` may replace the box's bounds in place: as many values, no NaN, lo <= hi, and
+// every bound finite where it was finite and the same infinity where it was infinite (the Solver's
+// constraint rows, one per finite bound, are laid out at creation).
+std::string bounds_mismatch(const problems::BoxBounds& box, std::span<const double> lo, std::span<const double> hi) {
+  const std::size_t n = box.index.size();
+  if (lo.size() != n || hi.size() != n)
+    return "expected " + std::to_string(n) + " lower and upper values, found " + std::to_string(lo.size()) + " and " +
+           std::to_string(hi.size());
+  for (std::size_t j = 0; j < n; ++j) {
+    const bool same_kind =
+        std::isfinite(lo[j]) == std::isfinite(box.lower[j]) && std::isfinite(hi[j]) == std::isfinite(box.upper[j]) &&
+        (std::isfinite(lo[j]) || lo[j] == box.lower[j]) && (std::isfinite(hi[j]) || hi[j] == box.upper[j]);
+    if (std::isnan(lo[j]) || std::isnan(hi[j]) || !same_kind || lo[j] > hi[j])
+      return "entry " + std::to_string(j) +
+             ": expected lower <= upper, each finite where the problem's is finite and " +
+             "infinite where it is, found [" + std::to_string(lo[j]) + ", " + std::to_string(hi[j]) + "] for [" +
+             std::to_string(box.lower[j]) + ", " + std::to_string(box.upper[j]) + "]";
+  }
+  return {};
+}
+
 }  // namespace
 
 struct BatchSolver::Impl {
@@ -75,6 +107,8 @@ struct BatchSolver::Impl {
   std::vector<Solver> solvers;
   std::vector<std::string> shared_costs;   // reference-carrying costs the batch could not copy
   std::vector<std::exception_ptr> errors;  // one per problem, set only if its solve() threw
+  // Problem i's box terms (its own copies, held by its Solver's problem), in the problem's order.
+  std::vector<std::vector<problems::ConstraintTerm*>> boxes;
 
   // ---- The pool.
   std::vector<std::thread> workers;
@@ -171,6 +205,12 @@ BatchSolver::BatchSolver(problems::Problem problem, int batch_size, const BatchO
   for (int i = 0; i < batch_size; ++i) {
     problems::Problem copy = problem;
     for (auto& c : copy.costs) c = own_copy(c);
+    std::vector<problems::ConstraintTerm*> boxes;
+    for (auto& c : copy.constraints) {
+      c = own_copy(c);
+      if (c->box() != nullptr) boxes.push_back(c.get());
+    }
+    m.boxes.push_back(std::move(boxes));
     m.solvers.emplace_back(std::move(copy), solver_options);
   }
   m.errors.resize(static_cast<std::size_t>(batch_size));
@@ -210,6 +250,23 @@ void BatchSolver::set_reference(int i, std::string_view cost_name, const problem
       throw std::invalid_argument("BatchSolver::set_reference: cost '" + name +
                                   "' is shared by the problems of the batch (its type cannot be copied per problem)");
   s.set_reference(cost_name, ref);
+}
+
+void BatchSolver::set_bounds(int i, std::string_view constraint_name, std::span<const double> lower,
+                             std::span<const double> upper) {
+  impl_->at(i);
+  for (problems::ConstraintTerm* c : impl_->boxes[static_cast<std::size_t>(i)]) {
+    if (c->info().name != constraint_name) continue;
+    // The term is problem i's own, not const (made by own_copy); box() only hands out a const view.
+    auto* box = const_cast<problems::BoxBounds*>(c->box());
+    if (std::string why = bounds_mismatch(*box, lower, upper); !why.empty())
+      throw std::invalid_argument("BatchSolver::set_bounds: constraint '" + std::string(constraint_name) + "': " + why);
+    std::copy(lower.begin(), lower.end(), box->lower.begin());
+    std::copy(upper.begin(), upper.end(), box->upper.begin());
+    return;
+  }
+  throw std::invalid_argument("BatchSolver::set_bounds: no control_box or state_box constraint named '" +
+                              std::string(constraint_name) + "'");
 }
 
 void BatchSolver::set_initial_guess(int i, std::span<const double> x, std::span<const double> u) {

@@ -1,9 +1,10 @@
 // BatchSolver::solve allocates nothing: the counting operator new of alloc_counter.hpp sees every
 // thread's allocations, the pool's workers' included, and over several batch solves and MPC steps
-// (per-problem initial states, references of the same shape, shifts) it must count zero.
+// (per-problem initial states, references of the same shape, box bounds, shifts) it must count zero.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <thread>
 #include <vector>
 
@@ -41,6 +42,12 @@ void expect_allocation_free(const std::string& name, int B, int threads) {
     if (c->reference() != nullptr && c->reference()->rows() == 1) tracked = c.get();
   problems::Reference ref;
   if (tracked) ref = *tracked->reference();
+  // A box term's bounds, moved a little at each step (finite ones stay finite).
+  const problems::ConstraintTerm* box = nullptr;
+  for (const auto& c : p.constraints)
+    if (c->box() != nullptr && std::isfinite(c->box()->lower[0])) box = c.get();
+  std::vector<double> lower, upper;
+  if (box) lower = box->box()->lower, upper = box->box()->upper;
   std::vector<double> x0 = p.x0;
   int first = -1;
   const long n = allocations_during([&] {
@@ -54,6 +61,10 @@ void expect_allocation_free(const std::string& name, int B, int threads) {
         if (tracked) {
           ref.values[0] += 1e-3;
           batch.set_reference(i, tracked->info().name, ref);
+        }
+        if (box) {
+          lower[0] -= 1e-3;
+          batch.set_bounds(i, box->info().name, lower, upper);
         }
         batch.shift(i);
       }

@@ -5,7 +5,9 @@
 // problem has NaN in its initial state. Under the label solver_threads: ThreadSanitizer runs it too.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
 #include <limits>
 #include <random>
 #include <stdexcept>
@@ -202,6 +204,46 @@ TEST(BatchSolver, ReferencePerProblem) {
   EXPECT_EQ(difference(record(batch.solution(1), batch.stats(1)), want_moved), "");
   EXPECT_EQ(difference(record(batch.solution(2), batch.stats(2)), want[0]), "");
   EXPECT_NE(difference(want_moved, want[0]), "");  // the moved reference does change the answer
+}
+
+// set_bounds(i, ...) moves problem i's control bounds alone; the reference is a Solver built from
+// a problem whose control_box term was made with those bounds.
+TEST(BatchSolver, BoundsPerProblem) {
+  const problems::Problem p = load_config("cartpole_swingup");
+  ASSERT_EQ(p.constraints.size(), 1u);
+  const problems::ConstraintTerm& box = *p.constraints[0];
+  ASSERT_EQ(box.type(), "control_box");
+  const std::vector<double> lo = {-12.0}, hi = {9.0};
+
+  BatchSolver batch(p, 3, BatchOptions{});
+  batch.set_bounds(1, box.info().name, lo, hi);
+  batch.solve();
+  EXPECT_EQ(box.box()->upper[0], 80.0);  // the Problem the batch was built from keeps its bounds
+
+  problems::Problem tight = p;
+  tight.constraints[0] = std::make_shared<problems::ControlBox>(box.info(), p.nu(), lo, hi);
+  solver::Solver s(tight, sqp_options(tight));
+  s.solve();
+  const Record want_tight = record(s.solution(), s.stats());
+  const std::vector<Record> want = separate_solves(p, {p.x0});
+  EXPECT_EQ(difference(record(batch.solution(0), batch.stats(0)), want[0]), "");
+  EXPECT_EQ(difference(record(batch.solution(1), batch.stats(1)), want_tight), "");
+  EXPECT_EQ(difference(record(batch.solution(2), batch.stats(2)), want[0]), "");
+  EXPECT_NE(difference(want_tight, want[0]), "");  // the tighter bound does change the answer
+  double umax = 0;
+  for (double u : batch.solution(1).u) umax = std::max(umax, u);
+  EXPECT_LE(umax, 9.0 + 1e-6);
+  EXPECT_GT(umax, 8.9);  // the bound is active
+
+  // Bounds that would change the rows' layout, and other mistakes, are refused.
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::string name = box.info().name;
+  EXPECT_THROW(batch.set_bounds(0, name, std::vector<double>{-inf}, hi), std::invalid_argument);
+  EXPECT_THROW(batch.set_bounds(0, name, lo, std::vector<double>{1.0, 2.0}), std::invalid_argument);
+  EXPECT_THROW(batch.set_bounds(0, name, hi, lo), std::invalid_argument);  // lower > upper
+  EXPECT_THROW(batch.set_bounds(0, name, std::vector<double>{kNaN}, hi), std::invalid_argument);
+  EXPECT_THROW(batch.set_bounds(0, "no_such_box", lo, hi), std::invalid_argument);
+  EXPECT_THROW(batch.set_bounds(3, name, lo, hi), std::out_of_range);
 }
 
 // The comparisons can fail: a one-ulp change, and a problem solved from another start.

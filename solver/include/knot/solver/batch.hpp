@@ -3,14 +3,15 @@
 // Built from one Problem and a batch size B. Problem i is the Problem with its own initial state,
 // references and iterate, set through the per-problem setters; every problem is solved by the same
 // SQP as Solver, so problem i's solution is bitwise the one a separate Solver would return from the
-// same data, whatever the thread count.
+// same data, whatever the thread count. Per problem: the initial state, references, the bounds of
+// box constraints, the iterate. Model parameters are the batch's (one model for all).
 //
 // Backend cpu: B solver instances, solved on a pool of threads created with the BatchSolver; solve()
 // hands the problems out to the threads and waits for all of them. Backend cuda is not built yet:
 // asking for it throws at construction (never a CPU solve reported as cuda).
 //
 // Construction allocates everything (the pool's threads included); solve(), set_initial_state(),
-// set_reference() with an unchanged shape, set_initial_guess(), set_warm_start() and shift() allocate
+// set_reference() with an unchanged shape, set_bounds(), set_initial_guess(), set_warm_start() and shift() allocate
 // nothing. One BatchSolver is driven from one thread at a time; separate BatchSolvers are independent.
 #pragma once
 
@@ -74,6 +75,13 @@ class BatchSolver {
   // type this class does not know how to copy stays shared by the batch, and then this throws
   // std::invalid_argument naming it.
   void set_reference(int i, std::string_view cost_name, const problems::Reference& ref);
+  // New bounds for problem i's control_box or state_box term `constraint_name` (one lower and one
+  // upper value per entry of the term, in its order). The constraint rows are laid out at creation,
+  // one per finite bound, so a bound must stay finite where the problem's is finite and keep its
+  // infinity where it is infinite; lower <= upper, no NaN. Throws std::invalid_argument otherwise or
+  // for an unknown name. Allocates nothing; takes effect at the next solve.
+  void set_bounds(int i, std::string_view constraint_name, std::span<const double> lower,
+                  std::span<const double> upper);
   void set_initial_guess(int i, std::span<const double> x, std::span<const double> u);
   void set_warm_start(int i, const problems::InitialGuess& guess);
   void shift(int i);
