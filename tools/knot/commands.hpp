@@ -35,9 +35,22 @@ struct SolveOptions {
   std::string globalization;           // filter | merit | none; empty = the problem file's
   std::string solver = "knot";         // knot | ipopt (the cross-check, when built with IPOPT)
   bool verbose = false;                // per-iteration table (also solver.verbose in the file)
+  // ---- --batch B: B copies solved at once (run_solve_batch; docs/batch.md)
+  int batch = 0;                       // B; 0 = one solve (run_solve), unless --vary-file sets it
+  std::string vary;                    // "x0=SIGMA": copies 1..B-1 start at x0 + SIGMA N(0, 1)
+  std::string vary_file;               // one initial state per line
+  std::string backend = "cpu";         // cpu | cuda
+  int threads = 0;                     // cpu threads; 0 = every core
 };
 // Exit 0 when solved, 1 on input or output errors, 2 when the solver stopped short of Solved.
 int run_solve(const SolveOptions& opt);
+// --batch: exit 0 when every copy is solved, 1 on input errors (a backend this build cannot run
+// included), 2 when a copy stopped short of Solved.
+int run_solve_batch(const SolveOptions& opt);
+// Whether the options ask for a batch (--batch, --vary, --vary-file, --backend or --threads given).
+inline bool wants_batch(const SolveOptions& opt) {
+  return opt.batch > 0 || !opt.vary.empty() || !opt.vary_file.empty() || opt.backend != "cpu" || opt.threads != 0;
+}
 
 struct MpcOptions {
   std::string file;

@@ -1,16 +1,41 @@
 // knot info: what this binary is and what it can run on.
 #include <cstdio>
 #include <fmt/core.h>
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <thread>
 
 #include "commands.hpp"
 #include "knot/build_info.hpp"
+#include "knot/solver/batch.hpp"
 #include "knot/solver/build.hpp"
 #if KNOT_WITH_CUDA
 #include "knot/linalg/cuda/device.hpp"
 #endif
 
 namespace knot::cli {
+namespace {
+
+#if !KNOT_WITH_CUDA
+// A build without CUDA still says whether the machine has an NVIDIA GPU: the driver lists each one
+// under /proc/driver/nvidia/gpus/<bus id>/information ("Model: ..."). Empty when none is listed.
+std::string nvidia_gpus() {
+  std::error_code ec;
+  std::string names;
+  for (const auto& gpu : std::filesystem::directory_iterator("/proc/driver/nvidia/gpus", ec)) {
+    std::ifstream in(gpu.path() / "information");
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("Model:", 0) == 0) {
+        const std::size_t at = line.find_first_not_of(" \t", 6);
+        names += (names.empty() ? "" : ", ") + (at == std::string::npos ? std::string("unnamed") : line.substr(at));
+      }
+  }
+  return names;
+}
+#endif
+
+}  // namespace
 
 int run_info() {
   fmt::print("knot {}\n", build::kVersion);
@@ -32,8 +57,14 @@ int run_info() {
   }
 #else
   fmt::print("  CUDA            not compiled (KNOT_CUDA={})\n", build::kCudaOption);
-  fmt::print("  GPU             not used by this build\n");
+  if (const std::string gpus = nvidia_gpus(); !gpus.empty())
+    fmt::print("  GPU             {} (present; not used by this build)\n", gpus.c_str());
+  else
+    fmt::print("  GPU             none found (no NVIDIA driver lists one); not used by this build\n");
 #endif
+  // What `knot solve --batch --backend` can run in this build.
+  const std::string cuda = solver::batch_backend_unavailable(solver::BatchBackend::Cuda);
+  fmt::print("  batch backends  cpu{}\n", cuda.empty() ? ", cuda" : " (cuda: not built yet, docs/batch.md)");
   return 0;
 }
 

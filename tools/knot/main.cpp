@@ -63,6 +63,15 @@ int main(int argc, char** argv) {
   solve->add_flag("--plot", sopt.plot, "Draw PNG figures of the trajectory beside its CSV (with --out DIR or --output FILE)");
   solve->add_flag("--verbose,-v", sopt.verbose,
                   "Print the iteration table live, one row per iteration (to stderr beside a JSON or CSV summary)");
+  solve->add_option("--batch", sopt.batch, "Solve B copies of the problem at once (BatchSolver; docs/batch.md)")
+      ->check(CLI::Range(1, 1 << 20));
+  auto* vary = solve->add_option("--vary", sopt.vary,
+                                 "With --batch: copies 1..B-1 start at x0 + SIGMA N(0,1), fixed seed (x0=SIGMA)");
+  solve->add_option("--vary-file", sopt.vary_file, "With --batch: one initial state per line (CSV of nx numbers)")
+      ->check(file_path)
+      ->excludes(vary);
+  solve->add_option("--backend", sopt.backend, "Batch backend")->check(CLI::IsMember({"cpu", "cuda"}));
+  solve->add_option("--threads", sopt.threads, "Batch threads on the CPU (0: every core)")->check(CLI::Range(0, 4096));
 
   knot::cli::MpcOptions mopt;
   auto* mpc = app.add_subcommand("mpc", "Run the closed loop of a problem file's mpc: section and print its summary "
@@ -110,7 +119,7 @@ int main(int argc, char** argv) {
   try {
     if (*info) return knot::cli::run_info();
     if (*check) return knot::cli::run_check(copt);
-    if (*solve) return knot::cli::run_solve(sopt);
+    if (*solve) return knot::cli::wants_batch(sopt) ? knot::cli::run_solve_batch(sopt) : knot::cli::run_solve(sopt);
     if (*mpc) return knot::cli::run_mpc(mopt);
     if (*bench_linalg) return knot::cli::run_bench_linalg(bopt);
   } catch (const knot::problems::ProblemError& e) {

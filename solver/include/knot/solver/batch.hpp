@@ -1,0 +1,106 @@
+// Many problems of one structure solved at once: BatchSolver (docs/batch.md).
+//
+// Built from one Problem and a batch size B. Problem i is the Problem with its own initial state,
+// references and iterate, set through the per-problem setters; every problem is solved by the same
+// SQP as Solver, so problem i's solution is bitwise the one a separate Solver would return from the
+// same data, whatever the thread count. Per problem: the initial state, references, the bounds of
+// box constraints, the iterate. Model parameters are the batch's (one model for all).
+//
+// Backend cpu: B solver instances, solved on a pool of threads created with the BatchSolver; solve()
+// hands the problems out to the threads and waits for all of them. Backend cuda is not built yet:
+// asking for it throws at construction (never a CPU solve reported as cuda).
+//
+// Construction allocates everything (the pool's threads included); solve(), set_initial_state(),
+// set_reference() with an unchanged shape, set_bounds(), set_initial_guess(), set_warm_start() and shift() allocate
+// nothing. One BatchSolver is driven from one thread at a time; separate BatchSolvers are independent.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "knot/problems/initial_guess.hpp"
+#include "knot/problems/problem.hpp"
+#include "knot/solver/options.hpp"
+#include "knot/solver/solver.hpp"
+#include "knot/solver/stats.hpp"
+#include "knot/solver/status.hpp"
+
+namespace knot::solver {
+
+enum class BatchBackend { Cpu, Cuda };
+const char* to_string(BatchBackend backend);  // "cpu", "cuda"
+
+// Empty when this build can run `backend`, else why not (one sentence, naming the backend).
+std::string batch_backend_unavailable(BatchBackend backend);
+
+struct BatchOptions {
+  BatchBackend backend = BatchBackend::Cpu;
+  int threads = 0;  // cpu: worker threads (the calling thread among them); 0 = every core; capped at B
+  // The options of every problem's SQP; unset: from the problem file's solver section (from_settings).
+  std::optional<SolverOptions> solver;
+
+  // Names the first invalid field and its value ("threads must be >= 0, found -1"); empty if valid.
+  // The solver options are checked too. Availability of the backend is not an option error: see
+  // batch_backend_unavailable().
+  std::string validate() const;
+};
+
+class BatchSolver {
+ public:
+  // Throws std::invalid_argument when batch_size < 1, options.validate() fails, or the backend is not
+  // available in this build (the message of batch_backend_unavailable); problems::ProblemError as
+  // Solver does for the problem itself, and (key solver.memory_limit) when B times
+  // estimate_workspace_bytes exceeds the solver options' memory_limit: the limit bounds the batch.
+  BatchSolver(problems::Problem problem, int batch_size);
+  BatchSolver(problems::Problem problem, int batch_size, const BatchOptions& options);
+  ~BatchSolver();
+  BatchSolver(BatchSolver&&) noexcept;
+  BatchSolver& operator=(BatchSolver&&) noexcept;
+  BatchSolver(const BatchSolver&) = delete;
+  BatchSolver& operator=(const BatchSolver&) = delete;
+
+  // Solves every problem of the batch from its current iterate (as Solver::solve) and returns how
+  // many ended solved (is_solved). Each problem's status, solution and stats are its own; one problem
+  // failing (NaN in its initial state, say) changes nothing in the others.
+  int solve();
+
+  // ---- Per problem, i in [0, size()); another i throws std::out_of_range.
+  // As Solver::set_initial_state: a non-finite entry makes problem i's next solve NumericalError.
+  void set_initial_state(int i, std::span<const double> x0);
+  // As Solver::set_reference, on problem i's own copy of the cost (the others keep theirs). A cost
+  // type this class does not know how to copy stays shared by the batch, and then this throws
+  // std::invalid_argument naming it.
+  void set_reference(int i, std::string_view cost_name, const problems::Reference& ref);
+  // New bounds for problem i's control_box or state_box term `constraint_name` (one lower and one
+  // upper value per entry of the term, in its order). The constraint rows are laid out at creation,
+  // one per finite bound, so a bound must stay finite where the problem's is finite and keep its
+  // infinity where it is infinite; lower <= upper, no NaN. Throws std::invalid_argument otherwise or
+  // for an unknown name. Allocates nothing; takes effect at the next solve.
+  void set_bounds(int i, std::string_view constraint_name, std::span<const double> lower,
+                  std::span<const double> upper);
+  void set_initial_guess(int i, std::span<const double> x, std::span<const double> u);
+  void set_warm_start(int i, const problems::InitialGuess& guess);
+  void shift(int i);
+
+  const Solution& solution(int i) const;
+  Status status(int i) const;
+  const Stats& stats(int i) const;
+  // Problem i's solver (its problem, offsets and options); its solve() may be called directly.
+  const Solver& solver(int i) const;
+
+  int size() const;     // B
+  int threads() const;  // threads that solve (cpu: the pool's workers plus the calling thread)
+  BatchBackend backend() const;
+  // Heap bytes of the B solvers' workspaces (Solver::bytes_allocated, summed).
+  std::size_t bytes_allocated() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace knot::solver

@@ -1,0 +1,86 @@
+// BatchSolver::solve allocates nothing: the counting operator new of alloc_counter.hpp sees every
+// thread's allocations, the pool's workers' included, and over several batch solves and MPC steps
+// (per-problem initial states, references of the same shape, box bounds, shifts) it must count zero.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+#include <vector>
+
+#include "alloc_counter.hpp"
+#include "knot/solver/batch.hpp"
+#include "test_sqp_common.hpp"
+
+namespace knot::test {
+namespace {
+
+// The counter sees allocations made on a pool thread (so the check below can fail), and building a
+// batch allocates (its threads and workspaces).
+TEST(BatchAlloc, CounterCountsOtherThreadsAndConstruction) {
+  EXPECT_GE(allocations_during([] {
+              std::thread t([] {
+                std::vector<double> v(10);
+                v[1] = 2.0;
+              });
+              t.join();
+            }),
+            2);
+  const problems::Problem p = load_config("double_integrator_lqr");
+  EXPECT_GE(allocations_during([&] { solver::BatchSolver b(p, 3); }), 3);
+}
+
+void expect_allocation_free(const std::string& name, int B, int threads) {
+  SCOPED_TRACE(name);
+  const problems::Problem p = load_config(name);
+  solver::BatchOptions o;
+  o.threads = threads;
+  solver::BatchSolver batch(p, B, o);
+  ASSERT_EQ(batch.threads(), std::min(B, threads));
+  const problems::CostTerm* tracked = nullptr;
+  for (const auto& c : p.costs)
+    if (c->reference() != nullptr && c->reference()->rows() == 1) tracked = c.get();
+  problems::Reference ref;
+  if (tracked) ref = *tracked->reference();
+  // A box term's bounds, moved a little at each step (finite ones stay finite).
+  const problems::ConstraintTerm* box = nullptr;
+  for (const auto& c : p.constraints)
+    if (c->box() != nullptr && std::isfinite(c->box()->lower[0])) box = c.get();
+  std::vector<double> lower, upper;
+  if (box) lower = box->box()->lower, upper = box->box()->upper;
+  std::vector<double> x0 = p.x0;
+  int first = -1;
+  const long n = allocations_during([&] {
+    first = batch.solve();
+    for (int step = 0; step < 3; ++step) {
+      for (int i = 0; i < B; ++i) {
+        const double* x1 = batch.solution(i).x.data() + p.nx();
+        for (int j = 0; j < p.nx(); ++j) x0[static_cast<std::size_t>(j)] = x1[j];
+        x0[0] += 1e-3 * i;
+        batch.set_initial_state(i, x0);
+        if (tracked) {
+          ref.values[0] += 1e-3;
+          batch.set_reference(i, tracked->info().name, ref);
+        }
+        if (box) {
+          lower[0] -= 1e-3;
+          batch.set_bounds(i, box->info().name, lower, upper);
+        }
+        batch.shift(i);
+      }
+      batch.solve();
+    }
+  });
+  EXPECT_EQ(n, 0);
+  EXPECT_EQ(first, B);
+}
+
+TEST(BatchAlloc, SolveAllocatesNothing) {
+  expect_allocation_free("cartpole_swingup", 4, 2);
+  expect_allocation_free("unicycle_obstacles", 3, 3);
+  expect_allocation_free("iiwa14_gravity_limits", 2, 2);
+  expect_allocation_free("double_integrator_lqr", 5, 1);  // no pool threads: the caller alone
+}
+
+}  // namespace
+}  // namespace knot::test

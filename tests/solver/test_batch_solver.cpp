@@ -1,0 +1,320 @@
+// BatchSolver, backend cpu, against its independent reference: B separate Solvers given the same
+// data, solved one after the other on this thread. The batch runs the same SQP code, so the answer
+// must be the same bit for bit (status, iterations, x, u, multipliers, cost, final residuals), for
+// every config, every thread count (1, 2, 3, 7), and for the healthy problems of a batch in which one
+// problem has NaN in its initial state. Under the label solver_threads: ThreadSanitizer runs it too.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <limits>
+#include <random>
+#include <stdexcept>
+
+#include "knot/problems/error.hpp"
+#include "knot/solver/batch.hpp"
+#include "test_sqp_common.hpp"
+#include "test_util.hpp"
+
+namespace knot::test {
+namespace {
+
+using solver::BatchOptions;
+using solver::BatchSolver;
+using solver::Status;
+
+// What one problem's solve produced, copied out for comparison.
+struct Record {
+  std::vector<double> x, u, lambda, z, s, y;
+  double cost = 0, stationarity = 0, feasibility = 0, complementarity = 0;
+  Status status = Status::NotRun;
+  int iterations = 0;
+};
+
+Record record(const solver::Solution& sol, const solver::Stats& st) {
+  Record r{sol.x, sol.u, sol.lambda, sol.z, sol.s, sol.y, sol.cost, 0, 0, 0, sol.status, sol.iterations};
+  if (const auto rows = st.history(); !rows.empty()) {
+    r.stationarity = rows.back().stationarity;
+    r.feasibility = rows.back().feasibility;
+    r.complementarity = rows.back().complementarity;
+  }
+  return r;
+}
+
+// Empty when a and b are the same bit for bit, else the first field that differs.
+std::string difference(const Record& a, const Record& b) {
+  if (a.status != b.status)
+    return std::string("status ") + solver::to_string(a.status) + " vs " + solver::to_string(b.status);
+  if (a.iterations != b.iterations)
+    return "iterations " + std::to_string(a.iterations) + " vs " + std::to_string(b.iterations);
+  if (!bitwise_equal(a.x, b.x)) return "x";
+  if (!bitwise_equal(a.u, b.u)) return "u";
+  if (!bitwise_equal(a.lambda, b.lambda)) return "lambda";
+  if (!bitwise_equal(a.z, b.z)) return "z";
+  if (!bitwise_equal(a.s, b.s)) return "s";
+  if (!bitwise_equal(a.y, b.y)) return "y";
+  if (!same_bits(a.cost, b.cost)) return "cost";
+  if (!same_bits(a.stationarity, b.stationarity) || !same_bits(a.feasibility, b.feasibility) ||
+      !same_bits(a.complementarity, b.complementarity))
+    return "residuals";
+  return {};
+}
+
+// Initial states of B problems: problem 0 the file's x0, problem i >= 1 x0 + sigma n_i (standard
+// normal draws of mt19937_64 seeded 20261201), the perturbation `knot solve --vary` documents.
+std::vector<std::vector<double>> perturbed_starts(const problems::Problem& p, int B, double sigma) {
+  std::mt19937_64 rng(20261201);
+  std::normal_distribution<double> n(0.0, 1.0);
+  std::vector<std::vector<double>> x0(static_cast<std::size_t>(B), p.x0);
+  for (int i = 1; i < B; ++i)
+    for (double& v : x0[static_cast<std::size_t>(i)]) v += sigma * n(rng);
+  return x0;
+}
+
+// The reference: one Solver per start, each solved on this thread.
+std::vector<Record> separate_solves(const problems::Problem& p, const std::vector<std::vector<double>>& x0) {
+  std::vector<Record> out;
+  for (const auto& start : x0) {
+    solver::Solver s(p, sqp_options(p));
+    s.set_initial_state(start);
+    s.solve();
+    out.push_back(record(s.solution(), s.stats()));
+  }
+  return out;
+}
+
+std::vector<Record> batch_solves(const problems::Problem& p, const std::vector<std::vector<double>>& x0, int threads) {
+  BatchOptions o;
+  o.threads = threads;
+  BatchSolver batch(p, static_cast<int>(x0.size()), o);
+  for (std::size_t i = 0; i < x0.size(); ++i) batch.set_initial_state(static_cast<int>(i), x0[i]);
+  const int solved = batch.solve();
+  std::vector<Record> out;
+  int counted = 0;
+  for (int i = 0; i < batch.size(); ++i) {
+    out.push_back(record(batch.solution(i), batch.stats(i)));
+    EXPECT_EQ(batch.status(i), batch.solution(i).status);
+    counted += solver::is_solved(batch.status(i)) ? 1 : 0;
+  }
+  EXPECT_EQ(solved, counted);
+  return out;
+}
+
+void expect_same(const std::vector<Record>& got, const std::vector<Record>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_EQ(difference(got[i], want[i]), "") << what << ", problem " << i;
+}
+
+// Every config, three problems each (the file's start and two perturbed ones), on two threads.
+TEST(BatchSolver, EveryConfigMatchesSeparateSolvers) {
+  for (const std::string& name : config_names()) {
+    if (kUnderSanitizer && name != "cartpole_swingup" && name != "unicycle_obstacles") continue;
+    SCOPED_TRACE(name);
+    const problems::Problem p = load_config(name);
+    const auto x0 = perturbed_starts(p, 3, 1e-2);
+    const std::vector<Record> want = separate_solves(p, x0);
+    expect_same(batch_solves(p, x0, 2), want, name);
+    // The file's own start solves, so the comparison is not only between failures.
+    EXPECT_TRUE(solver::is_solved(want[0].status)) << name << ": " << solver::to_string(want[0].status);
+  }
+}
+
+// The result of each problem does not depend on how many threads share the batch.
+TEST(BatchSolver, ThreadCountsGiveBitwiseIdenticalResults) {
+  const problems::Problem p = load_config("cartpole_swingup");
+  std::vector<std::vector<double>> x0;
+  for (const auto& s : cartpole_starts(kUnderSanitizer ? 4 : 9)) x0.emplace_back(s.begin(), s.end());
+  const std::vector<Record> want = separate_solves(p, x0);
+  for (const int threads : {1, 2, 3, 7}) {
+    const std::vector<Record> got = batch_solves(p, x0, threads);
+    expect_same(got, want, "threads " + std::to_string(threads));
+  }
+}
+
+// A problem with NaN in its initial state ends NumericalError; every other problem is bitwise the
+// batch without it.
+TEST(BatchSolver, NanInOneProblemLeavesTheOthersUnchanged) {
+  const problems::Problem p = load_config("unicycle_obstacles");
+  auto x0 = perturbed_starts(p, 5, 1e-2);
+  const std::vector<Record> clean = batch_solves(p, x0, 3);
+  x0[2][0] = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<Record> got = batch_solves(p, x0, 3);
+  EXPECT_EQ(got[2].status, Status::NumericalError);
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (i != 2) {
+      EXPECT_EQ(difference(got[i], clean[i]), "") << "problem " << i;
+      EXPECT_TRUE(solver::is_solved(got[i].status)) << "problem " << i;
+    }
+}
+
+// MPC steps per problem (new initial state, shift, solve) match the same steps of separate Solvers.
+TEST(BatchSolver, MpcStepsMatchSeparateSolvers) {
+  const problems::Problem p = load_config("cartpole_mpc");
+  const int B = 4, steps = 3;
+  const auto x0 = perturbed_starts(p, B, 1e-2);
+  BatchOptions o;
+  o.threads = 2;
+  BatchSolver batch(p, B, o);
+  std::vector<solver::Solver> separate;
+  for (int i = 0; i < B; ++i) {
+    separate.emplace_back(p, sqp_options(p));
+    separate.back().set_initial_state(x0[static_cast<std::size_t>(i)]);
+    batch.set_initial_state(i, x0[static_cast<std::size_t>(i)]);
+  }
+  for (int step = 0; step <= steps; ++step) {
+    batch.solve();
+    for (auto& s : separate) s.solve();
+    for (int i = 0; i < B; ++i) {
+      solver::Solver& s = separate[static_cast<std::size_t>(i)];
+      EXPECT_EQ(difference(record(batch.solution(i), batch.stats(i)), record(s.solution(), s.stats())), "")
+          << "step " << step << ", problem " << i;
+      const std::vector<double> next(s.solution().x.begin() + p.nx(), s.solution().x.begin() + 2 * p.nx());
+      s.set_initial_state(next);
+      s.shift();
+      batch.set_initial_state(i, next);
+      batch.shift(i);
+    }
+  }
+}
+
+// set_reference(i, ...) changes problem i alone; the Problem the batch was built from keeps its own.
+TEST(BatchSolver, ReferencePerProblem) {
+  const problems::Problem p = load_config("cartpole_swingup");
+  const problems::CostTerm* tracked = nullptr;
+  for (const auto& c : p.costs)
+    if (c->reference() != nullptr && c->reference()->rows() == 1) tracked = c.get();
+  ASSERT_NE(tracked, nullptr);
+  const problems::Reference original = *tracked->reference();
+  problems::Reference moved = original;
+  moved.values[0] += 0.3;
+
+  BatchSolver batch(p, 3, BatchOptions{});
+  batch.set_reference(1, tracked->info().name, moved);
+  batch.solve();
+  EXPECT_TRUE(bitwise_equal(tracked->reference()->values, original.values));
+
+  // Reference: a Solver with its own copy of the problem, given the moved reference.
+  solver::Solver s(load_config("cartpole_swingup"));
+  s.set_reference(tracked->info().name, moved);
+  s.solve();
+  const Record want_moved = record(s.solution(), s.stats());
+  const std::vector<Record> want = separate_solves(p, {p.x0});
+  EXPECT_EQ(difference(record(batch.solution(0), batch.stats(0)), want[0]), "");
+  EXPECT_EQ(difference(record(batch.solution(1), batch.stats(1)), want_moved), "");
+  EXPECT_EQ(difference(record(batch.solution(2), batch.stats(2)), want[0]), "");
+  EXPECT_NE(difference(want_moved, want[0]), "");  // the moved reference does change the answer
+}
+
+// set_bounds(i, ...) moves problem i's control bounds alone; the reference is a Solver built from
+// a problem whose control_box term was made with those bounds.
+TEST(BatchSolver, BoundsPerProblem) {
+  const problems::Problem p = load_config("cartpole_swingup");
+  ASSERT_EQ(p.constraints.size(), 1u);
+  const problems::ConstraintTerm& box = *p.constraints[0];
+  ASSERT_EQ(box.type(), "control_box");
+  const std::vector<double> lo = {-12.0}, hi = {9.0};
+
+  BatchSolver batch(p, 3, BatchOptions{});
+  batch.set_bounds(1, box.info().name, lo, hi);
+  batch.solve();
+  EXPECT_EQ(box.box()->upper[0], 80.0);  // the Problem the batch was built from keeps its bounds
+
+  problems::Problem tight = p;
+  tight.constraints[0] = std::make_shared<problems::ControlBox>(box.info(), p.nu(), lo, hi);
+  solver::Solver s(tight, sqp_options(tight));
+  s.solve();
+  const Record want_tight = record(s.solution(), s.stats());
+  const std::vector<Record> want = separate_solves(p, {p.x0});
+  EXPECT_EQ(difference(record(batch.solution(0), batch.stats(0)), want[0]), "");
+  EXPECT_EQ(difference(record(batch.solution(1), batch.stats(1)), want_tight), "");
+  EXPECT_EQ(difference(record(batch.solution(2), batch.stats(2)), want[0]), "");
+  EXPECT_NE(difference(want_tight, want[0]), "");  // the tighter bound does change the answer
+  double umax = 0;
+  for (double u : batch.solution(1).u) umax = std::max(umax, u);
+  EXPECT_LE(umax, 9.0 + 1e-6);
+  EXPECT_GT(umax, 8.9);  // the bound is active
+
+  // Bounds that would change the rows' layout, and other mistakes, are refused.
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::string name = box.info().name;
+  EXPECT_THROW(batch.set_bounds(0, name, std::vector<double>{-inf}, hi), std::invalid_argument);
+  EXPECT_THROW(batch.set_bounds(0, name, lo, std::vector<double>{1.0, 2.0}), std::invalid_argument);
+  EXPECT_THROW(batch.set_bounds(0, name, hi, lo), std::invalid_argument);  // lower > upper
+  EXPECT_THROW(batch.set_bounds(0, name, std::vector<double>{kNaN}, hi), std::invalid_argument);
+  EXPECT_THROW(batch.set_bounds(0, "no_such_box", lo, hi), std::invalid_argument);
+  EXPECT_THROW(batch.set_bounds(3, name, lo, hi), std::out_of_range);
+}
+
+// The comparisons can fail: a one-ulp change, and a problem solved from another start.
+TEST(BatchSolver, NegativeControl) {
+  const problems::Problem p = load_config("cartpole_swingup");
+  auto x0 = perturbed_starts(p, 2, 1e-2);
+  const std::vector<Record> want = separate_solves(p, x0);
+  Record changed = want[0];
+  changed.x[5] = std::nextafter(changed.x[5], 1e300);
+  EXPECT_EQ(difference(changed, want[0]), "x");
+  changed = want[0];
+  changed.cost = std::nextafter(changed.cost, 1e300);
+  EXPECT_EQ(difference(changed, want[0]), "cost");
+  x0[1][0] += 1e-9;
+  const std::vector<Record> got = batch_solves(p, x0, 2);
+  EXPECT_EQ(difference(got[0], want[0]), "");
+  EXPECT_NE(difference(got[1], want[1]), "");
+}
+
+TEST(BatchSolver, CudaBackendIsAClearError) {
+  const problems::Problem p = load_config("double_integrator_lqr");
+  BatchOptions o;
+  o.backend = solver::BatchBackend::Cuda;
+  EXPECT_EQ(o.validate(), "");
+  EXPECT_NE(solver::batch_backend_unavailable(solver::BatchBackend::Cuda), "");
+  EXPECT_EQ(solver::batch_backend_unavailable(solver::BatchBackend::Cpu), "");
+  try {
+    BatchSolver batch(p, 4, o);
+    FAIL() << "a cuda batch was built";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("backend cuda"), std::string::npos) << e.what();
+  }
+}
+
+// solver.memory_limit bounds the whole batch: twice one problem's estimate admits two, not three.
+TEST(BatchSolver, MemoryLimitBoundsTheBatch) {
+  const problems::Problem p = load_config("cartpole_swingup");
+  BatchOptions o;
+  o.threads = 1;
+  o.solver = sqp_options(p);
+  o.solver->memory_limit = 2.5 * solver::estimate_workspace_bytes(p, *o.solver) / (1024.0 * 1024.0 * 1024.0);
+  EXPECT_NO_THROW(BatchSolver(p, 2, o));
+  try {
+    BatchSolver batch(p, 3, o);
+    FAIL() << "a batch over the memory limit was built";
+  } catch (const problems::ProblemError& e) {
+    EXPECT_EQ(e.key_path(), "solver.memory_limit");
+    EXPECT_NE(std::string(e.what()).find("3 problems that need about"), std::string::npos) << e.what();
+  }
+}
+
+TEST(BatchSolver, InvalidArguments) {
+  const problems::Problem p = load_config("double_integrator_lqr");
+  BatchOptions o;
+  o.threads = -1;
+  EXPECT_EQ(o.validate(), "threads must be >= 0 (0: every core), found -1");
+  EXPECT_THROW(BatchSolver(p, 2, o), std::invalid_argument);
+  EXPECT_THROW(BatchSolver(p, 0), std::invalid_argument);
+  solver::SolverOptions bad;
+  bad.max_iter = 0;
+  o.threads = 1;
+  o.solver = bad;
+  EXPECT_EQ(o.validate().rfind("solver: max_iter", 0), 0u) << o.validate();
+  BatchSolver batch(p, 2);
+  EXPECT_THROW(batch.status(2), std::out_of_range);
+  EXPECT_THROW(batch.set_initial_state(-1, p.x0), std::out_of_range);
+  EXPECT_THROW(batch.set_initial_state(0, std::vector<double>(p.x0.size() + 1)), std::invalid_argument);
+  EXPECT_EQ(batch.status(0), Status::NotRun);
+  EXPECT_LE(batch.threads(), 2);
+  EXPECT_GE(batch.threads(), 1);
+}
+
+}  // namespace
+}  // namespace knot::test
