@@ -515,8 +515,9 @@ class SchurBackend final : public LqBackend {
     // turns a residual left in a dynamics row into outer infeasibility (amplified by an equality
     // row's 1/delta), one left in a stationarity row only into a less exact Newton direction.
     roll_ = tolerance > 0 && opt_.inexact_rollout;
-    // pcg's first solve stops on what the step will be judged by (pcg_stop).
-    check_ = pcg_ && !roll_ ? &s : nullptr;
+    // pcg's first solve of an exact step stops on what the step will be judged by (pcg_stop), when a
+    // direct solve can take over what pcg gives up (else pcg runs its own rule, to its count).
+    check_ = pcg_ && !roll_ && w_.chol != nullptr ? &s : nullptr;
     check_data_ = &d;
     const Outcome outcome = apply(d, s.x.data(), s.u.data(), s.lambda.data(), st);
     check_ = nullptr;
@@ -604,17 +605,17 @@ class SchurBackend final : public LqBackend {
   }
 
   // pcg's stop predicate, called before iteration it with the iterate lambda in w_.lam: the deadline,
-  // and on the first solve the step itself. pcg's own rule (r'P^-1 r against gamma'P^-1 gamma) says
-  // little about the step: its residual is the dynamics rows', which the inexact rollout moves into
-  // the stationarity rows through the dynamics and the cost (on cartpole_mpc a pcg residual 1e-1
-  // relative became a stationarity residual 1e6 times the right-hand side), and an interior point's
-  // barrier terms make S so ill-conditioned that the rounding-level target is out of reach in any
-  // count (cartpole_mpc: 241 of 244 iterations on every step, then the direct fallback). So at the
-  // first iteration (the warm start) and every kCheckEvery after, the iterate is recovered (and
-  // rolled out when inexact) and judged by the KKT check the solve applies afterwards: accepted_
-  // stops pcg with an iterate the solve then reproduces bitwise; a best ratio that has not fallen
-  // fast enough to reach 1 within the iteration cap at its mean rate since the first check ends pcg
-  // too (not accepted: the direct fallback finishes). Each check costs about three products with S.
+  // and on the first solve of an exact step (no rollout, pcg_direct_fallback on) the step itself. pcg's own rule (r'P^-1 r
+  // against gamma'P^-1 gamma) says little about it: an interior point's barrier terms make S so
+  // ill-conditioned that the rounding-level target is out of reach in any count (cartpole_mpc: 241
+  // of 244 iterations on average, then the direct fallback). So at the first iteration (the warm
+  // start) and every kCheckEvery after, the iterate is recovered and judged by the KKT check the
+  // solve applies afterwards: accepted_ stops pcg with an iterate the solve then reproduces bitwise.
+  // A best ratio that has not fallen fast enough to reach 1 within the cap at its mean rate since the
+  // first check ends pcg too (not accepted: the direct solve answers). The inexact step is left to
+  // pcg's loosened rule: its rolled-out residual is pcg's carried through the dynamics and the cost,
+  // and on cartpole_mpc it did not fall in 240 iterations. Each check costs about three products
+  // with S.
   static constexpr int kCheckEvery = 8;
   bool pcg_stop(int it) {
     if (past_deadline()) return true;
@@ -622,11 +623,7 @@ class SchurBackend final : public LqBackend {
     LqSolution& s = *check_;
     const int nx = dm_.nx, nb = dm_.N + 1;
     recover_(dm_, *check_data_, w_, s.x.data(), s.u.data());
-    if (roll_) {
-      rollout_(dm_, *check_data_, s);
-    } else {
-      std::memcpy(s.lambda.data(), w_.lam + nx, static_cast<std::size_t>(nb) * nx * sizeof(double));
-    }
+    std::memcpy(s.lambda.data(), w_.lam + nx, static_cast<std::size_t>(nb) * nx * sizeof(double));
     const KktCheck c = residual_(dm_, *check_data_, s, w_, tol_);
     accepted_ = c.ratio <= 1.0;
     if (accepted_ || !std::isfinite(c.ratio)) return true;
@@ -708,7 +705,7 @@ class SchurBackend final : public LqBackend {
   KktCheck (*residual_)(const Dims&, const LqData&, const LqSolution&, const SchurWork&, double) = nullptr;
   void (*rollout_)(const Dims&, const LqData&, LqSolution&) = nullptr;
   bool roll_ = false;     // LqOptions::inexact_rollout and a positive tolerance from the caller
-  LqSolution* check_ = nullptr;          // pcg_stop judges the first solve's iterates (inexact pcg)
+  LqSolution* check_ = nullptr;          // pcg_stop judges the first solve's iterates into it (exact pcg)
   const LqData* check_data_ = nullptr;
   bool accepted_ = false;                // pcg_stop accepted the iterate
   double first_ratio_ = 0, best_ratio_ = 0;  // pcg_stop's KKT check at the first iteration, and the best
