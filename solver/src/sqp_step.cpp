@@ -99,7 +99,7 @@ void Solver::Impl::add_barrier_terms() {
 // The time limit is checked before every retry, and pcg checks it itself (Interrupted).
 // Step accuracy (SolverOptions::lq_forcing): the Schur backends are held to rounding level, or with
 // lq_forcing > 0 to a KKT residual of E min(lq_forcing, E), E the barrier problem's KKT error
-// (Dembo, Eisenstat and Steihaug's quadratic forcing), the residual kept out of the dynamics rows
+// (Dembo, Eisenstat and Steihaug's quadratic forcing), the residual kept in the control rows
 // (LqOptions::inexact_rollout). A step the Schur path cannot solve is the Riccati recursion's
 // (LqOptions::riccati_fallback), counted in Stats::riccati_fallbacks. A step whose residual stalled
 // above E is no Newton step at all: the solve ends there, saying so, rather than in a line search that

@@ -170,9 +170,30 @@ TEST(LqSchur, SetToleranceBoundsTheKktResidual) {
   }
 }
 
-// An inexact solve (a positive tolerance) rolls the states forward through the dynamics: the
-// dynamics rows hold to rounding and the residual the tolerance admits is in the stationarity rows.
-// Negative control: without the rollout the same loose pcg solve leaves it in the dynamics rows too.
+// The state rows of stationarity, lambda_k - q_k - Q_k x_k - S_k'u_k - A_k'lambda_{k+1} (no last
+// term at N): the largest |entry| over k, by Eigen from the data (independent of the backend's code).
+double state_rows_residual(const LqData& d, const LqSolution& sol) {
+  using Eigen::Map;
+  using Eigen::MatrixXd;
+  using Eigen::VectorXd;
+  const int nx = d.nx, nu = d.nu;
+  double worst = 0;
+  for (int k = 0; k <= d.N; ++k) {
+    VectorXd r = Map<const VectorXd>(sol.lambda_k(k), nx) - Map<const VectorXd>(d.q_k(k), nx) -
+                 Map<const MatrixXd>(d.Q_k(k), nx, nx) * Map<const VectorXd>(sol.x_k(k), nx);
+    if (k < d.N)
+      r -= Map<const MatrixXd>(d.S_k(k), nu, nx).transpose() * Map<const VectorXd>(sol.u_k(k), nu) +
+           Map<const MatrixXd>(d.A_k(k), nx, nx).transpose() * Map<const VectorXd>(sol.lambda_k(k + 1), nx);
+    worst = std::max(worst, r.cwiseAbs().maxCoeff());
+  }
+  return worst;
+}
+
+// An inexact solve (a positive tolerance) reduces the answer to its controls: the states rolled
+// forward through the dynamics and the costates backward, so the dynamics rows and the state rows
+// hold to rounding and the residual the tolerance admits is in the control rows (a rollout of x
+// alone leaves Q_k times the change of x in the state rows). Negative control: without the rollout
+// the same loose pcg solve leaves it in the dynamics rows too.
 TEST(LqSchur, InexactSolvesKeepTheDynamicsRowsExact) {
   Rng rng(32);
   const LqData d = random_lq(rng, 6, 2, 40);
@@ -188,6 +209,8 @@ TEST(LqSchur, InexactSolvesKeepTheDynamicsRowsExact) {
     EXPECT_LE(std::max(r.stationarity, r.feasibility), 1e-3);
     if (rollout) {
       EXPECT_LT(r.feasibility, 1e-12);
+      EXPECT_LT(state_rows_residual(d, sol), 1e-11);
+      EXPECT_GT(r.stationarity, 1e-10);  // what the tolerance admitted, in the control rows
     } else {
       EXPECT_GT(r.feasibility, 1e-10);
     }

@@ -173,6 +173,7 @@ TEST(SqpTimeLimit, HoldsDuringOnePcgSolve) {
   SolverOptions o = sqp_options(p);
   o.lq.linsys = Linsys::Pcg;
   o.lq.pcg_rel_tol = 1e-300;
+  o.lq.pcg_direct_fallback = false;  // with it, pcg hands a solve this slow to the direct one early
   SolverOptions few = o;
   few.max_iter = 1;
   few.lq.pcg_max_iters = 20;

@@ -69,7 +69,11 @@ struct LqOptions {
   // Pcg: stop when r'P^-1 r < pcg_rel_tol * gamma'P^-1 gamma (r the residual of S lambda = gamma,
   // P^-1 the preconditioner; the measure is squared, so 1e-20 is about 1e-10 on the residual),
   // after at most pcg_max_iters iterations. The reference is the right-hand side, not the first
-  // residual, so a warm start near the answer stops early.
+  // residual, so a warm start near the answer stops early. On an exact solve (no positive
+  // LqSolver::set_tolerance) with pcg_direct_fallback on, the first run also stops on the KKT check
+  // of its iterate (every 8
+  // iterations), or when its rate since the first check cannot reach it within the cap
+  // (docs/solver-lq.md, pcg's stop).
   Preconditioner preconditioner = Preconditioner::Stair;
   double pcg_rel_tol = 1e-20;
   int pcg_max_iters = 1000;
@@ -85,9 +89,10 @@ struct LqOptions {
   int max_refinement = 10;
   double refine_tol = 1e-12;
   // Pcg: pcg runs at most min(pcg_max_iters, (N+1) nx) iterations (where conjugate gradients ends in
-  // exact arithmetic); when it runs out of them, or its corrections stop reducing the residual, factor S
-  // once by block Cholesky (as Bdsv; one more S-sized workspace) and finish the refinement on it.
-  // Off: the stall is reported as MaxIterations.
+  // exact arithmetic); when it runs out of them or of progress, or its corrections stop reducing the
+  // residual, factor S once by block Cholesky (as Bdsv; one more S-sized workspace) and solve on it
+  // (from the start when the first run gave up, else finishing the refinement). Off: the stall is
+  // reported as MaxIterations.
   bool pcg_direct_fallback = true;
   // Bdsv, Pcg: a solve whose stage blocks are not all positive definite (G_k + rho_k I fails its
   // Cholesky), whose Schur complement or preconditioner fails to factor, or whose refinement stalls
@@ -99,9 +104,11 @@ struct LqOptions {
   // workspace. Off: those solves end NotPositiveDefinite or MaxIterations.
   bool riccati_fallback = true;
   // Bdsv, Pcg with a positive LqSolver::set_tolerance (an inexact Newton step): after every solve and
-  // refinement step, x is rolled forward through the dynamics from x_init and u, so the dynamics rows
-  // hold to rounding and the residual the tolerance admits sits in the stationarity rows only (an SQP
-  // turns a dynamics-row residual into outer infeasibility; docs/solver-lq.md measures the verdicts).
+  // refinement step, x is rolled forward through the dynamics from x_init and u and the costates
+  // backward from x and u, so the dynamics rows and the state rows hold to rounding and the residual
+  // the tolerance admits sits in the control rows only, the condensed problem's gradient (an SQP
+  // turns a dynamics-row residual into outer infeasibility, and a state-row residual times a
+  // barrier diagonal of 1e9 into stationarity; docs/solver-lq.md measures the verdicts).
   bool inexact_rollout = true;
 
   // KktLdlt: steps of iterative refinement after the solve (each costs one more solve).
