@@ -80,4 +80,28 @@ std::shared_ptr<const Model> read_expression_model(const Node& node) {
   return make_expression_model(spec);
 }
 
+std::shared_ptr<const TermExpressions> read_term_expressions(const MapReader& term, const char* key,
+                                                             const Model& model) {
+  const std::string path = term.key_path(key);
+  const Node& n = term.require(key, "an expression or a list of expressions");
+  std::vector<ExprSource> outputs;
+  if (n.is_sequence()) {
+    if (n.items.empty()) yaml::fail(n, path, "a list of at least one expression");
+    for (std::size_t i = 0; i < n.items.size(); ++i)
+      outputs.push_back(read_expression(n.items[i], yaml::index_path(path, i)));
+  } else {
+    outputs.push_back(read_expression(n, path));
+  }
+  ExprSymbols symbols;
+  if (const ExprSymbols* s = expression_symbols(model)) {
+    symbols = *s;
+  } else {
+    symbols.states = model.state_names();
+    symbols.controls = model.control_names();
+  }
+  symbols.at = term.where().location();
+  symbols.key_path = term.path();
+  return std::make_shared<const TermExpressions>(symbols, outputs);
+}
+
 }  // namespace knot::problems::detail
