@@ -101,6 +101,8 @@ class Graph {
   int make(GNode g, bool* folded = nullptr) {
     double a = 0, b = 0;
     if (folded) *folded = false;
+    bool fold = false;
+    if (!folded) folded = &fold;
     if (g.op != ExprOp::Const && g.op != ExprOp::State && g.op != ExprOp::Control && constant(g.a, &a) &&
         (unary(g.op) || constant(g.b, &b))) {
       ExprInstr in;
@@ -110,6 +112,7 @@ class Graph {
       g = GNode{ExprOp::Const, -1, -1, 0, expr_detail::apply<double>(in, a, b)};
       if (folded) *folded = true;
     }
+    if (!folded || !*folded) g = immediate(g);
     if (unary(g.op)) g.b = -1;
     std::uint64_t bits = 0;
     std::memcpy(&bits, &g.k, sizeof bits);
@@ -122,6 +125,31 @@ class Graph {
   }
 
  private:
+  // A constant operand of + - * / as the op's immediate k.
+  GNode immediate(GNode g) const {
+    double k = 0;
+    const bool ka = (g.op == ExprOp::Add || g.op == ExprOp::Sub || g.op == ExprOp::Mul || g.op == ExprOp::Div) &&
+                    constant(g.a, &k);
+    if (ka) {
+      switch (g.op) {
+        case ExprOp::Add: return {ExprOp::AddK, g.b, -1, 0, k};
+        case ExprOp::Sub: return {ExprOp::KSub, g.b, -1, 0, k};
+        case ExprOp::Mul: return {ExprOp::MulK, g.b, -1, 0, k};
+        default: return {ExprOp::KDiv, g.b, -1, 0, k};
+      }
+    }
+    if ((g.op == ExprOp::Add || g.op == ExprOp::Sub || g.op == ExprOp::Mul || g.op == ExprOp::Div) &&
+        constant(g.b, &k)) {
+      switch (g.op) {
+        case ExprOp::Add: return {ExprOp::AddK, g.a, -1, 0, k};
+        case ExprOp::Sub: return {ExprOp::AddK, g.a, -1, 0, -k};
+        case ExprOp::Mul: return {ExprOp::MulK, g.a, -1, 0, k};
+        default: return {ExprOp::DivK, g.a, -1, 0, k};
+      }
+    }
+    return g;
+  }
+
   std::map<std::tuple<int, int, int, int, std::uint64_t>, int> index_;
 };
 

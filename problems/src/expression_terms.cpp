@@ -93,9 +93,9 @@ namespace {
 template <int W>
 void curvature_with(const ExprTape& tape, int n, const double* w0, const double* c, double* H) {
   HyperDual<W> w[W], out[kExprMaxRegisters];
-  for (int j = 0; j < n; ++j) {
-    w[j] = HyperDual<W>(w0[j]);
-    w[j].g[j] = 1.0;
+  for (int j = 0; j < W; ++j) {
+    w[j] = HyperDual<W>(j < n ? w0[j] : 0.0);
+    if (j < n) w[j].g[j] = 1.0;
   }
   evaluate<HyperDual<W>>(tape, w, nullptr, out);
   for (int i = 0; i < n; ++i)

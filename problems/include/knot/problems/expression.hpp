@@ -43,6 +43,11 @@ enum class ExprOp : std::uint8_t {
   Sub,       // r = a - b
   Mul,       // r = a * b
   Div,       // r = a / b
+  AddK,      // r = a + k (also a - k, as a + (-k), which is the same number)
+  KSub,      // r = k - a
+  MulK,      // r = a * k
+  DivK,      // r = a / k
+  KDiv,      // r = k / a
   Neg,       // r = -a
   PowInt,    // r = a^n, n an integer (repeated products: a^2 is a * a exactly)
   PowConst,  // r = a^k, k a constant that is not an integer
@@ -81,6 +86,7 @@ namespace expr_detail {
 template <class S>
 KNOT_HD S pow_int(const S& a, int n) {
   // Square-and-multiply in a fixed order; a^1 is a, a^2 is a * a.
+  if (n == 2) return a * a;
   unsigned m = n < 0 ? unsigned(-(long long)n) : unsigned(n);
   S result = S(1.0), base = a;
   bool first = true;
@@ -96,6 +102,8 @@ KNOT_HD S pow_int(const S& a, int n) {
 }
 
 // One operation on values already loaded (the loader folds constants with this same function).
+// An operand that is a constant is an immediate (the *K ops): a dual times a number costs a third of
+// a dual times a dual, and no register is loaded with it.
 template <class S>
 KNOT_HD S apply(const ExprInstr& in, const S& a, const S& b) {
   using std::abs;
@@ -113,6 +121,11 @@ KNOT_HD S apply(const ExprInstr& in, const S& a, const S& b) {
     case ExprOp::Sub: return a - b;
     case ExprOp::Mul: return a * b;
     case ExprOp::Div: return a / b;
+    case ExprOp::AddK: return a + in.k;
+    case ExprOp::KSub: return in.k - a;
+    case ExprOp::MulK: return a * in.k;
+    case ExprOp::DivK: return a / in.k;
+    case ExprOp::KDiv: return in.k / a;
     case ExprOp::Neg: return -a;
     case ExprOp::PowInt: return pow_int(a, in.n);
     case ExprOp::PowConst: return pow(a, in.k);
@@ -139,11 +152,23 @@ template <class S>
 KNOT_HD void evaluate(const ExprTape& tape, const S* x, const S* u, S* reg, S* out) {
   for (int i = 0; i < tape.size; ++i) {
     const ExprInstr& in = tape.code[i];
+    // The arithmetic in this switch as well as in apply(): one dispatch for the common ops.
+    S& r = reg[in.dst];
     switch (in.op) {
-      case ExprOp::Const: reg[in.dst] = S(in.k); break;
-      case ExprOp::State: reg[in.dst] = x[in.n]; break;
-      case ExprOp::Control: reg[in.dst] = u[in.n]; break;
-      default: reg[in.dst] = expr_detail::apply<S>(in, reg[in.a], reg[in.b]); break;
+      case ExprOp::Const: r = S(in.k); break;
+      case ExprOp::State: r = x[in.n]; break;
+      case ExprOp::Control: r = u[in.n]; break;
+      case ExprOp::Add: r = reg[in.a] + reg[in.b]; break;
+      case ExprOp::Sub: r = reg[in.a] - reg[in.b]; break;
+      case ExprOp::Mul: r = reg[in.a] * reg[in.b]; break;
+      case ExprOp::Div: r = reg[in.a] / reg[in.b]; break;
+      case ExprOp::AddK: r = reg[in.a] + in.k; break;
+      case ExprOp::KSub: r = in.k - reg[in.a]; break;
+      case ExprOp::MulK: r = reg[in.a] * in.k; break;
+      case ExprOp::DivK: r = reg[in.a] / in.k; break;
+      case ExprOp::KDiv: r = in.k / reg[in.a]; break;
+      case ExprOp::Neg: r = -reg[in.a]; break;
+      default: r = expr_detail::apply<S>(in, reg[in.a], reg[in.b]); break;
     }
   }
   for (int i = 0; i < tape.n_outputs; ++i) out[i] = reg[tape.outputs[i]];
