@@ -343,8 +343,13 @@ int Parser::expr() {
   int left = term();
   while (tok_.kind == Kind::Op && (tok_.op == '+' || tok_.op == '-')) {
     const ExprOp op = tok_.op == '+' ? ExprOp::Add : ExprOp::Sub;
+    const std::size_t at = tok_.pos;
     next();
-    left = c_.g.make({op, left, term()});
+    bool folded = false;
+    left = c_.g.make({op, left, term()}, &folded);
+    double v = 0;
+    if (folded && c_.g.constant(left, &v) && !std::isfinite(v))
+      fail_at(at, 1, "constants whose sum and difference are finite");
   }
   return left;
 }

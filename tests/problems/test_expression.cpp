@@ -353,6 +353,8 @@ TEST(ExpressionErrors, EveryClassNamesPositionAndFix) {
       // a constant that is not finite
       {kHead + "  ode: {theta: omega, omega: log(mass - 1)}\n",
        "expected a call on constants whose value is finite, found 'log(mass - 1)'"},
+      {kHead + "  ode: {theta: omega, omega: 1e308 + 1e308}\n",
+       "expected constants whose sum and difference are finite, found '+' at character 7"},
       // the ode's keys
       {kHead + "  ode: {theta: omega}\n", "model.ode.omega: expected an expression for every state"},
       {kHead + "  ode: {theta: omega, omega: tau, omgea: 1}\n", "(did you mean 'omega'?)"},
