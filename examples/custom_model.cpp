@@ -5,11 +5,11 @@
 //
 //   custom_model [PROBLEM.yaml]      exit status 1 when the two optima differ by more than 1e-9
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <memory>
 #include <optional>
-#include <array>
 #include <string>
 #include <vector>
 
@@ -70,10 +70,10 @@ int main(int argc, char** argv) {
   const auto& xb = b.solution().x;
   double diff = 0;
   for (std::size_t i = 0; i < xa.size(); ++i) diff = std::max(diff, std::abs(xa[i] - xb[i]));
-  std::printf("expression model: %s, cost %.12g, %d iterations\n", knot::solver::to_string(sa),
-              a.solution().cost, a.solution().iterations);
-  std::printf("C++ model:        %s, cost %.12g, %d iterations\n", knot::solver::to_string(sb),
-              b.solution().cost, b.solution().iterations);
+  std::printf("expression model: %s, cost %.12g, %d iterations\n", knot::solver::to_string(sa), a.solution().cost,
+              a.solution().iterations);
+  std::printf("C++ model:        %s, cost %.12g, %d iterations\n", knot::solver::to_string(sb), b.solution().cost,
+              b.solution().iterations);
   std::printf("largest state difference %.3g\n", diff);
   const bool same = sa == knot::solver::Status::Solved && sb == sa && diff <= 1e-9;
   return same ? 0 : 1;

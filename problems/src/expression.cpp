@@ -59,7 +59,8 @@ const ExprFunction* find_function(std::string_view name) {
 
 bool is_identifier(std::string_view s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
 // --- the graph ----------------------------------------------------------------------------------
@@ -80,8 +81,10 @@ bool unary(ExprOp op) {
     case ExprOp::Pow:
     case ExprOp::Atan2:
     case ExprOp::Min:
-    case ExprOp::Max: return false;
-    default: return true;
+    case ExprOp::Max:
+      return false;
+    default:
+      return true;
   }
 }
 
@@ -128,23 +131,31 @@ class Graph {
   // A constant operand of + - * / as the op's immediate k.
   GNode immediate(GNode g) const {
     double k = 0;
-    const bool ka = (g.op == ExprOp::Add || g.op == ExprOp::Sub || g.op == ExprOp::Mul || g.op == ExprOp::Div) &&
-                    constant(g.a, &k);
+    const bool ka =
+        (g.op == ExprOp::Add || g.op == ExprOp::Sub || g.op == ExprOp::Mul || g.op == ExprOp::Div) && constant(g.a, &k);
     if (ka) {
       switch (g.op) {
-        case ExprOp::Add: return {ExprOp::AddK, g.b, -1, 0, k};
-        case ExprOp::Sub: return {ExprOp::KSub, g.b, -1, 0, k};
-        case ExprOp::Mul: return {ExprOp::MulK, g.b, -1, 0, k};
-        default: return {ExprOp::KDiv, g.b, -1, 0, k};
+        case ExprOp::Add:
+          return {ExprOp::AddK, g.b, -1, 0, k};
+        case ExprOp::Sub:
+          return {ExprOp::KSub, g.b, -1, 0, k};
+        case ExprOp::Mul:
+          return {ExprOp::MulK, g.b, -1, 0, k};
+        default:
+          return {ExprOp::KDiv, g.b, -1, 0, k};
       }
     }
     if ((g.op == ExprOp::Add || g.op == ExprOp::Sub || g.op == ExprOp::Mul || g.op == ExprOp::Div) &&
         constant(g.b, &k)) {
       switch (g.op) {
-        case ExprOp::Add: return {ExprOp::AddK, g.a, -1, 0, k};
-        case ExprOp::Sub: return {ExprOp::AddK, g.a, -1, 0, -k};
-        case ExprOp::Mul: return {ExprOp::MulK, g.a, -1, 0, k};
-        default: return {ExprOp::DivK, g.a, -1, 0, k};
+        case ExprOp::Add:
+          return {ExprOp::AddK, g.a, -1, 0, k};
+        case ExprOp::Sub:
+          return {ExprOp::AddK, g.a, -1, 0, -k};
+        case ExprOp::Mul:
+          return {ExprOp::MulK, g.a, -1, 0, k};
+        default:
+          return {ExprOp::DivK, g.a, -1, 0, k};
       }
     }
     return g;
@@ -261,8 +272,7 @@ class Compiler {
       const auto [name, where] = all[i];
       const std::string path = sym_.key_path.empty() ? std::string(where) : cat({sym_.key_path, ".", where});
       if (!is_identifier(name))
-        throw ProblemError(sym_.at, path, "names of letters, digits and _ that do not start with a digit",
-                           quote(name));
+        throw ProblemError(sym_.at, path, "names of letters, digits and _ that do not start with a digit", quote(name));
       if (find_function(name) || name == kConstantName)
         throw ProblemError(sym_.at, path, "names that are not a function or constant of the expression language",
                            quote(name));
@@ -307,8 +317,7 @@ void Parser::next() {
     }
     double v = 0;
     const auto [ptr, ec] = std::from_chars(s.data() + pos_, s.data() + end, v);
-    if (ec != std::errc() || ptr != s.data() + end || !std::isfinite(v))
-      fail_at(pos_, end - pos_, "a finite number");
+    if (ec != std::errc() || ptr != s.data() + end || !std::isfinite(v)) fail_at(pos_, end - pos_, "a finite number");
     tok_ = Token{Kind::Number, pos_, end - pos_, 0, v, std::string_view(s).substr(pos_, end - pos_)};
     pos_ = end;
     return;
@@ -367,7 +376,8 @@ int Parser::term() {
     bool folded = false;
     left = c_.g.make({div ? ExprOp::Div : ExprOp::Mul, left, right}, &folded);
     if (folded && !c_.g.constant(left, &v)) folded = false;
-    if (folded && !std::isfinite(v)) fail_at(start, tok_.pos - start, "constants whose product and quotient are finite");
+    if (folded && !std::isfinite(v))
+      fail_at(start, tok_.pos - start, "constants whose product and quotient are finite");
   }
   return left;
 }
@@ -445,11 +455,16 @@ int Parser::call(const Token& name) {
     std::vector<std::string> names;
     for (const ExprFunction& fn : kFunctions) names.emplace_back(fn.name);
     const std::string near = text::closest(name.text, names);
-    fail_at(name.pos, name.len, "a function (" + [&] {
-      std::string list;
-      for (const ExprFunction& fn : kFunctions) list.append(list.empty() ? "" : ", ").append(fn.name);
-      return list;
-    }() + ")", near.empty() ? std::string() : cat({"did you mean '", near, "'?"}));
+    fail_at(
+        name.pos, name.len,
+        "a function (" +
+            [&] {
+              std::string list;
+              for (const ExprFunction& fn : kFunctions) list.append(list.empty() ? "" : ", ").append(fn.name);
+              return list;
+            }() +
+            ")",
+        near.empty() ? std::string() : cat({"did you mean '", near, "'?"}));
   }
   next();  // '('
   std::vector<int> args;
@@ -490,9 +505,9 @@ int Parser::call(const Token& name) {
     r = g.make({ExprOp::Add, m, g.make({ExprOp::Mul, h, t})}, &folded);
   } else {
     static const std::pair<const char*, ExprOp> ops[] = {
-        {"sin", ExprOp::Sin},   {"cos", ExprOp::Cos},   {"tan", ExprOp::Tan},     {"exp", ExprOp::Exp},
-        {"log", ExprOp::Log},   {"sqrt", ExprOp::Sqrt}, {"tanh", ExprOp::Tanh},   {"abs", ExprOp::Abs},
-        {"atan2", ExprOp::Atan2}, {"min", ExprOp::Min}, {"max", ExprOp::Max},
+        {"sin", ExprOp::Sin},     {"cos", ExprOp::Cos},   {"tan", ExprOp::Tan},   {"exp", ExprOp::Exp},
+        {"log", ExprOp::Log},     {"sqrt", ExprOp::Sqrt}, {"tanh", ExprOp::Tanh}, {"abs", ExprOp::Abs},
+        {"atan2", ExprOp::Atan2}, {"min", ExprOp::Min},   {"max", ExprOp::Max},
     };
     for (const auto& [n, op] : ops)
       if (fn == n) r = g.make({op, args[0], args.size() > 1 ? args[1] : -1}, &folded);
@@ -547,10 +562,10 @@ CompiledExpressions compile_expressions(const ExprSymbols& symbols, const std::v
     busy[r] = 1;
     reg[i] = r;
     if (r >= kExprMaxRegisters)
-      throw ProblemError(symbols.at, symbols.key_path,
-                         cat({"expressions that need at most ", std::to_string(kExprMaxRegisters),
-                              " intermediate values at once"}),
-                         "more (split the model into fewer, shorter expressions or share definitions)");
+      throw ProblemError(
+          symbols.at, symbols.key_path,
+          cat({"expressions that need at most ", std::to_string(kExprMaxRegisters), " intermediate values at once"}),
+          "more (split the model into fewer, shorter expressions or share definitions)");
     ExprInstr in;
     in.op = g.op;
     in.dst = std::uint8_t(r);
@@ -583,7 +598,8 @@ std::shared_ptr<const Model> make_expression_model(const ExpressionModelSpec& sp
     throw ProblemError(s.at, path, cat({"one expression per state (", std::to_string(nx), ")"}),
                        std::to_string(spec.rhs.size()));
   if (spec.nq < 0 || spec.nq >= nx)
-    throw ProblemError(s.at, path + ".nq", cat({"an integer in [0, ", std::to_string(nx - 1), "] (positions lead the state)"}),
+    throw ProblemError(s.at, path + ".nq",
+                       cat({"an integer in [0, ", std::to_string(nx - 1), "] (positions lead the state)"}),
                        std::to_string(spec.nq));
   auto storage = std::make_shared<ExpressionStorage>();
   storage->compiled = compile_expressions(s, spec.rhs);
@@ -599,8 +615,7 @@ std::shared_ptr<const Model> make_expression_model(const ExpressionModelSpec& sp
   m.discrete = spec.discrete;
   if (const auto& pp = spec.planar_position) {
     for (int i : *pp)
-      if (i < 0 || i >= nx)
-        throw ProblemError(s.at, path + ".planar_position", "two state indices", std::to_string(i));
+      if (i < 0 || i >= nx) throw ProblemError(s.at, path + ".planar_position", "two state indices", std::to_string(i));
     m.planar[0] = (*pp)[0];
     m.planar[1] = (*pp)[1];
   }

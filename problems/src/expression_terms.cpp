@@ -213,9 +213,7 @@ ExpressionConstraint::ExpressionConstraint(TermInfo info, std::shared_ptr<const 
   if (rows_.empty()) fail(info_, "constraint", type(), "expected at least one finite bound");
 }
 
-void ExpressionConstraint::evaluate(const StagePoint& p, double* g) const {
-  jacobian(p, g, nullptr, nullptr);
-}
+void ExpressionConstraint::evaluate(const StagePoint& p, double* g) const { jacobian(p, g, nullptr, nullptr); }
 
 void ExpressionConstraint::jacobian(const StagePoint& p, double* g, double* gx, double* gu) const {
   const double* x = need(p.x, info_, "constraint", type(), "a state");

@@ -17,7 +17,8 @@ std::vector<std::string> read_name_list(const MapReader& m, const char* key, boo
 }  // namespace
 
 const std::vector<std::string>& expression_model_keys() {
-  static const std::vector<std::string> keys = {"type", "states", "controls", "params", "defs", "ode", "next", "nq", "planar_position"};
+  static const std::vector<std::string> keys = {"type", "states", "controls", "params",         "defs",
+                                                "ode",  "next",   "nq",       "planar_position"};
   return keys;
 }
 

@@ -62,8 +62,8 @@ Eval evaluate_model(const Model& m, const Vec& x, const Vec& u, const Vec& lambd
   m.dynamics(*data, x.data(), u.data(), f2.data());
   m.dynamics_jacobian(*data, x.data(), u.data(), e.f.data(), e.fx.data(), e.fu.data());
   EXPECT_EQ(rel_err(f2, e.f), 0.0);
-  const SecondOrderStatus st = m.step_hessian(*data, IntegratorType::Rk4, x.data(), u.data(), 0.05, lambda.data(),
-                                              e.H.data());
+  const SecondOrderStatus st =
+      m.step_hessian(*data, IntegratorType::Rk4, x.data(), u.data(), 0.05, lambda.data(), e.H.data());
   EXPECT_EQ(st, SecondOrderStatus::Ok);
   return e;
 }
@@ -210,9 +210,9 @@ TEST(ExpressionLanguage, OperatorsAndFunctionsAgreeWithTheCLibrary) {
 
 // Every function's dual and hyperdual derivatives against central differences of its double value.
 TEST(ExpressionLanguage, DerivativesOfEveryFunctionMatchFiniteDifferences) {
-  const char* texts[] = {"sin(x*y)", "cos(x)*u", "tan(x)", "exp(x*u)", "log(y+x)", "sqrt(x+1)", "tanh(x*u)",
-                         "abs(u)*x", "atan2(x, y)", "min(x, y)*u", "max(x, u)", "y^x", "x^2.5", "x^-3",
-                         "smooth_clamp(x*u, -1, 2)"};
+  const char* texts[] = {"sin(x*y)",  "cos(x)*u",  "tan(x)",   "exp(x*u)",    "log(y+x)",
+                         "sqrt(x+1)", "tanh(x*u)", "abs(u)*x", "atan2(x, y)", "min(x, y)*u",
+                         "max(x, u)", "y^x",       "x^2.5",    "x^-3",        "smooth_clamp(x*u, -1, 2)"};
   for (const char* text : texts) {
     SCOPED_TRACE(text);
     ExpressionModelSpec spec;
@@ -370,7 +370,9 @@ TEST(ExpressionErrors, EveryClassNamesPositionAndFix) {
       {kHead + "  ode: {theta: omega, omega: tau}\n  nq: 2\n", "model.nq: expected an integer in [0, 1]"},
       {kHead + "  ode: {theta: omega, omega: tau}\n  planar_position: [theta, omgea]\n",
        "model.planar_position[1]: expected the name of a state, found 'omgea' (did you mean 'omega'?)"},
-      {kHead + "  ode: {theta: omega, omega: tau}\n  od: 1\n", "model.od: expected one of type, states, controls, params, defs, ode, next, nq or planar_position, found unknown "
+      {kHead + "  ode: {theta: omega, omega: tau}\n  od: 1\n",
+       "model.od: expected one of type, states, controls, params, defs, ode, next, nq or planar_position, found "
+       "unknown "
        "key 'od' (did you mean 'ode'?)"},
       {kHead + "  ode: {theta: omega, omega: tau}\n", "loaded"},
   };

@@ -199,12 +199,11 @@ constraints:
   };
   const std::string unknown = error("0.8 * cos(theta)", "0.8 * cos(thet)");
   EXPECT_NE(unknown.find("t.yaml:7:66: costs[0].residual[1]: expected a state, control, parameter or definition, found "
-                      "'thet' at character 11 of '0.8 * cos(thet)' (did you mean 'theta'?)"),
+                         "'thet' at character 11 of '0.8 * cos(thet)' (did you mean 'theta'?)"),
             std::string::npos)
       << unknown;
   EXPECT_NE(error("weights: [1, 2]", "weights: [1, 2, 3]").find("costs[0].weights"), std::string::npos);
-  EXPECT_NE(error("upper: [1], stage: terminal", "upper: [1], stage: terminal, extra: 1")
-                .find("unknown key 'extra'"),
+  EXPECT_NE(error("upper: [1], stage: terminal", "upper: [1], stage: terminal, extra: 1").find("unknown key 'extra'"),
             std::string::npos);
   EXPECT_NE(error("expression: F, lower", "expression: F, stage: terminal, lower")
                 .find("expected all or running (a control term has no control at the terminal knot)"),

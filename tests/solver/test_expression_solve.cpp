@@ -30,8 +30,7 @@ Result solve(const problems::Problem& p) {
 }
 
 problems::Problem load_expression(const std::string& name, const std::vector<std::string>& overrides = {}) {
-  return problems::load_problem(std::filesystem::path(KNOT_TEST_DATA_DIR) / "expression" / (name + ".yaml"),
-                                overrides);
+  return problems::load_problem(std::filesystem::path(KNOT_TEST_DATA_DIR) / "expression" / (name + ".yaml"), overrides);
 }
 
 double max_rel_diff(const std::vector<double>& a, const std::vector<double>& b) {
@@ -88,8 +87,8 @@ TEST(ExpressionSolve, PlanarQuadrotorConfig) {
   const double dt = p.horizon.dt, mass = 0.5, arm = 0.15, inertia = 0.005, g = 9.81;
   const auto f = [&](const std::array<double, 6>& x, const double* u) {
     const double T = u[0] + u[1];
-    return std::array<double, 6>{x[3], x[4], x[5], -T * std::sin(x[2]) / mass, T * std::cos(x[2]) / mass - g,
-                                 arm * (u[1] - u[0]) / inertia};
+    return std::array<double, 6>{
+        x[3], x[4], x[5], -T * std::sin(x[2]) / mass, T * std::cos(x[2]) / mass - g, arm * (u[1] - u[0]) / inertia};
   };
   std::array<double, 6> x{};
   double worst = 0;

@@ -18,9 +18,9 @@
 
 #include <array>
 #include <cmath>
-#include <optional>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -117,31 +117,56 @@ KNOT_HD S apply(const ExprInstr& in, const S& a, const S& b) {
   using std::tan;
   using std::tanh;
   switch (in.op) {
-    case ExprOp::Add: return a + b;
-    case ExprOp::Sub: return a - b;
-    case ExprOp::Mul: return a * b;
-    case ExprOp::Div: return a / b;
-    case ExprOp::AddK: return a + in.k;
-    case ExprOp::KSub: return in.k - a;
-    case ExprOp::MulK: return a * in.k;
-    case ExprOp::DivK: return a / in.k;
-    case ExprOp::KDiv: return in.k / a;
-    case ExprOp::Neg: return -a;
-    case ExprOp::PowInt: return pow_int(a, in.n);
-    case ExprOp::PowConst: return pow(a, in.k);
-    case ExprOp::Pow: return exp(b * log(a));
-    case ExprOp::Sin: return sin(a);
-    case ExprOp::Cos: return cos(a);
-    case ExprOp::Tan: return tan(a);
-    case ExprOp::Exp: return exp(a);
-    case ExprOp::Log: return log(a);
-    case ExprOp::Sqrt: return sqrt(a);
-    case ExprOp::Tanh: return tanh(a);
-    case ExprOp::Abs: return abs(a);
-    case ExprOp::Atan2: return atan2(a, b);
-    case ExprOp::Min: return b < a ? b : a;
-    case ExprOp::Max: return a < b ? b : a;
-    default: return S(in.k);  // Const; inputs never reach here
+    case ExprOp::Add:
+      return a + b;
+    case ExprOp::Sub:
+      return a - b;
+    case ExprOp::Mul:
+      return a * b;
+    case ExprOp::Div:
+      return a / b;
+    case ExprOp::AddK:
+      return a + in.k;
+    case ExprOp::KSub:
+      return in.k - a;
+    case ExprOp::MulK:
+      return a * in.k;
+    case ExprOp::DivK:
+      return a / in.k;
+    case ExprOp::KDiv:
+      return in.k / a;
+    case ExprOp::Neg:
+      return -a;
+    case ExprOp::PowInt:
+      return pow_int(a, in.n);
+    case ExprOp::PowConst:
+      return pow(a, in.k);
+    case ExprOp::Pow:
+      return exp(b * log(a));
+    case ExprOp::Sin:
+      return sin(a);
+    case ExprOp::Cos:
+      return cos(a);
+    case ExprOp::Tan:
+      return tan(a);
+    case ExprOp::Exp:
+      return exp(a);
+    case ExprOp::Log:
+      return log(a);
+    case ExprOp::Sqrt:
+      return sqrt(a);
+    case ExprOp::Tanh:
+      return tanh(a);
+    case ExprOp::Abs:
+      return abs(a);
+    case ExprOp::Atan2:
+      return atan2(a, b);
+    case ExprOp::Min:
+      return b < a ? b : a;
+    case ExprOp::Max:
+      return a < b ? b : a;
+    default:
+      return S(in.k);  // Const; inputs never reach here
   }
 }
 
@@ -155,20 +180,48 @@ KNOT_HD void evaluate(const ExprTape& tape, const S* x, const S* u, S* reg, S* o
     // The arithmetic in this switch as well as in apply(): one dispatch for the common ops.
     S& r = reg[in.dst];
     switch (in.op) {
-      case ExprOp::Const: r = S(in.k); break;
-      case ExprOp::State: r = x[in.n]; break;
-      case ExprOp::Control: r = u[in.n]; break;
-      case ExprOp::Add: r = reg[in.a] + reg[in.b]; break;
-      case ExprOp::Sub: r = reg[in.a] - reg[in.b]; break;
-      case ExprOp::Mul: r = reg[in.a] * reg[in.b]; break;
-      case ExprOp::Div: r = reg[in.a] / reg[in.b]; break;
-      case ExprOp::AddK: r = reg[in.a] + in.k; break;
-      case ExprOp::KSub: r = in.k - reg[in.a]; break;
-      case ExprOp::MulK: r = reg[in.a] * in.k; break;
-      case ExprOp::DivK: r = reg[in.a] / in.k; break;
-      case ExprOp::KDiv: r = in.k / reg[in.a]; break;
-      case ExprOp::Neg: r = -reg[in.a]; break;
-      default: r = expr_detail::apply<S>(in, reg[in.a], reg[in.b]); break;
+      case ExprOp::Const:
+        r = S(in.k);
+        break;
+      case ExprOp::State:
+        r = x[in.n];
+        break;
+      case ExprOp::Control:
+        r = u[in.n];
+        break;
+      case ExprOp::Add:
+        r = reg[in.a] + reg[in.b];
+        break;
+      case ExprOp::Sub:
+        r = reg[in.a] - reg[in.b];
+        break;
+      case ExprOp::Mul:
+        r = reg[in.a] * reg[in.b];
+        break;
+      case ExprOp::Div:
+        r = reg[in.a] / reg[in.b];
+        break;
+      case ExprOp::AddK:
+        r = reg[in.a] + in.k;
+        break;
+      case ExprOp::KSub:
+        r = in.k - reg[in.a];
+        break;
+      case ExprOp::MulK:
+        r = reg[in.a] * in.k;
+        break;
+      case ExprOp::DivK:
+        r = reg[in.a] / in.k;
+        break;
+      case ExprOp::KDiv:
+        r = in.k / reg[in.a];
+        break;
+      case ExprOp::Neg:
+        r = -reg[in.a];
+        break;
+      default:
+        r = expr_detail::apply<S>(in, reg[in.a], reg[in.b]);
+        break;
     }
   }
   for (int i = 0; i < tape.n_outputs; ++i) out[i] = reg[tape.outputs[i]];
@@ -208,8 +261,8 @@ struct ExprSymbols {
   std::vector<std::string> states, controls;
   std::vector<ExprParam> params;
   std::vector<ExprDef> defs;
-  SourceLocation at;       // where the symbol lists are written (the model mapping), for name errors
-  std::string key_path;    // "model"
+  SourceLocation at;     // where the symbol lists are written (the model mapping), for name errors
+  std::string key_path;  // "model"
 };
 
 // A compiled tape with its storage; tape() points into it.
@@ -217,9 +270,7 @@ struct CompiledExpressions {
   std::vector<ExprInstr> code;
   std::vector<std::uint8_t> outputs;
   int registers = 0;
-  ExprTape tape() const {
-    return {code.data(), int(code.size()), outputs.data(), int(outputs.size()), registers};
-  }
+  ExprTape tape() const { return {code.data(), int(code.size()), outputs.data(), int(outputs.size()), registers}; }
 };
 
 // Compiles `outputs` (one tape output each, in order) against `symbols`. Errors throw ProblemError
@@ -250,7 +301,7 @@ struct ExpressionDynamics {
   ExprTape tape;  // nx outputs
   int n_states = 0, n_controls = 0, n_positions = 0;
   bool discrete = false;
-  int planar[2] = {-1, -1};  // the states obstacle constraints read as (x, y); -1 when none
+  int planar[2] = {-1, -1};                   // the states obstacle constraints read as (x, y); -1 when none
   const ExpressionModelInfo* info = nullptr;  // host only
 
   static constexpr std::string_view kType = "expression";
