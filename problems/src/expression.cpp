@@ -234,7 +234,9 @@ class Compiler {
                                 std::string hint = {}) {
     const std::string token = len == 0 ? std::string("the end") : quote(std::string_view(src.text).substr(pos, len));
     std::string found = cat({token, " at character ", std::to_string(pos + 1), " of ", quote(src.text)});
-    throw ProblemError(src.at, src.key_path, std::move(expected), std::move(found), std::move(hint));
+    SourceLocation at = src.at;
+    if (src.text_shift >= 0 && at.line > 0) at.column += src.text_shift + int(pos);
+    throw ProblemError(std::move(at), src.key_path, std::move(expected), std::move(found), std::move(hint));
   }
 
  private:
@@ -546,33 +548,60 @@ CompiledExpressions compile_expressions(const ExprSymbols& symbols, const std::v
     }
   for (int r : roots) last[r] = kForever;
 
+  // A live sin and cos of one operand are one SinCos at the first of the two; the other is then
+  // already computed when its turn comes (partner[i]: that node, -1 when none).
+  std::vector<int> partner(n, -1);
+  {
+    std::map<int, int> sin_of, cos_of;
+    for (int i = 0; i < n; ++i)
+      if (live[i] && nodes[i].op == ExprOp::Sin) sin_of[nodes[i].a] = i;
+      else if (live[i] && nodes[i].op == ExprOp::Cos) cos_of[nodes[i].a] = i;
+    for (const auto& [a, si] : sin_of)
+      if (const auto it = cos_of.find(a); it != cos_of.end()) {
+        partner[si] = it->second;
+        partner[it->second] = si;
+      }
+  }
+
   CompiledExpressions out;
   std::vector<int> reg(n, -1);
   std::vector<char> busy;
-  for (int i = 0; i < n; ++i) {
-    if (!live[i]) continue;
-    const GNode& g = nodes[i];
-    // Operands read for the last time free their registers before the result takes one: the
-    // evaluator reads both operands before it writes.
-    for (int operand : {g.a, g.b})
-      if (operand >= 0 && last[operand] == i) busy[reg[operand]] = 0;
+  const auto take = [&] {
     int r = 0;
     while (r < int(busy.size()) && busy[r]) ++r;
     if (r == int(busy.size())) busy.push_back(0);
     busy[r] = 1;
-    reg[i] = r;
     if (r >= kExprMaxRegisters)
       throw ProblemError(
           symbols.at, symbols.key_path,
           cat({"expressions that need at most ", std::to_string(kExprMaxRegisters), " intermediate values at once"}),
           "more (split the model into fewer, shorter expressions or share definitions)");
+    return r;
+  };
+  for (int i = 0; i < n; ++i) {
+    if (!live[i]) continue;
+    const GNode& g = nodes[i];
+    // Operands read for the last time free their registers before the result takes one: the
+    // evaluator reads both operands before it writes. (The operand of a SinCos is read again by
+    // its later partner, so it is not freed at the first.)
+    for (int operand : {g.a, g.b})
+      if (operand >= 0 && last[operand] == i) busy[reg[operand]] = 0;
+    if (reg[i] >= 0) continue;  // computed with its partner
+    reg[i] = take();
     ExprInstr in;
     in.op = g.op;
-    in.dst = std::uint8_t(r);
+    in.dst = std::uint8_t(reg[i]);
     in.a = std::uint8_t(g.a >= 0 ? reg[g.a] : 0);
     in.b = std::uint8_t(g.b >= 0 ? reg[g.b] : 0);
     in.n = g.n;
     in.k = g.k;
+    if (const int p = partner[i]; p >= 0) {
+      reg[p] = take();
+      const int s = g.op == ExprOp::Sin ? i : p, c = g.op == ExprOp::Sin ? p : i;
+      in.op = ExprOp::SinCos;
+      in.dst = std::uint8_t(reg[s]);
+      in.b = std::uint8_t(reg[c]);
+    }
     out.code.push_back(in);
   }
   for (int r : roots) out.outputs.push_back(std::uint8_t(reg[r]));

@@ -25,7 +25,7 @@ const std::vector<std::string>& expression_model_keys() {
 ExprSource read_expression(const Node& node, const std::string& path) {
   // A number is an expression too (`omega: 0`).
   if (!node.is_scalar()) yaml::fail(node, path, "an expression (a string such as 'sin(theta) * omega')");
-  return ExprSource{node.text, path, node.at.location()};
+  return ExprSource{node.text, path, node.at.location(), node.text_shift};
 }
 
 std::shared_ptr<const Model> read_expression_model(const Node& node) {

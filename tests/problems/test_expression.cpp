@@ -263,6 +263,24 @@ TEST(ExpressionLanguage, SharesSubexpressionsAndReusesRegisters) {
   EXPECT_NEAR(eval1(chain, 0.37), want, 1e-12);
   // Constants fold: k * 2 is one constant.
   EXPECT_EQ(compile({"k * 2"}).code.size(), 1u);
+  // sin and cos of one operand are one SinCos writing both; each keeps its own value, whichever
+  // comes first (a swapped pair of registers would give cos for sin).
+  for (const std::string text : {"sin(x + y) * 3 - cos(x + y)", "cos(x + y) * 3 - sin(x + y)"}) {
+    const CompiledExpressions sc = compile({text, "sin(y)"});
+    int fused = 0, single = 0;
+    for (const ExprInstr& in : sc.code) {
+      fused += in.op == ExprOp::SinCos;
+      single += in.op == ExprOp::Sin || in.op == ExprOp::Cos;
+    }
+    EXPECT_EQ(fused, 1) << text;
+    EXPECT_EQ(single, 1) << text;  // sin(y) has no cos to share
+    const double xs[2] = {0.37, 0.3}, us[1] = {-0.7};
+    double out[2];
+    evaluate(sc.tape(), xs, us, out);
+    const double a = 0.37 + 0.3;
+    EXPECT_EQ(out[0], text[0] == 's' ? std::sin(a) * 3 - std::cos(a) : std::cos(a) * 3 - std::sin(a)) << text;
+    EXPECT_EQ(out[1], std::sin(0.3));
+  }
 }
 
 TEST(ExpressionModel, DiscreteMapAndSemiImplicitEuler) {
@@ -319,8 +337,15 @@ TEST(ExpressionErrors, EveryClassNamesPositionAndFix) {
   const Case cases[] = {
       // unknown symbol, with the closest name
       {kHead + "  ode: {theta: omega, omega: tau - mas * sin(theta)}\n",
-       "e.yaml:7:30: model.ode.omega: expected a state, control, parameter or definition, found 'mas' at character 7 "
+       "e.yaml:7:36: model.ode.omega: expected a state, control, parameter or definition, found 'mas' at character 7 "
        "of 'tau - mas * sin(theta)' (did you mean 'mass'?)"},
+      // the column is the token's: past the opening quote of a quoted scalar; a scalar folded over
+      // lines has no column per character, and the expression's start is given
+      {kHead + "  ode: {theta: omega, omega: 'tau - mas'}\n",
+       "e.yaml:7:37: model.ode.omega: expected a state, control, parameter or definition, found 'mas' at character 7"},
+      {kHead + "  ode:\n    theta: omega\n    omega: tau -\n      mas\n",
+       "e.yaml:9:12: model.ode.omega: expected a state, control, parameter or definition, found 'mas' at character 7 "
+       "of 'tau - mas'"},
       // unknown function
       {kHead + "  ode: {theta: omega, omega: sine(theta)}\n",
        "model.ode.omega: expected a function (sin, cos, tan, exp, log, sqrt, tanh, abs, atan2, min, max, clamp, "
@@ -338,14 +363,15 @@ TEST(ExpressionErrors, EveryClassNamesPositionAndFix) {
        "expected a denominator that is not the constant 0, found '(mass - 1)' at character 7"},
       // definition cycle
       {kHead + "  defs: {a: b + 1, b: 2 * a}\n  ode: {theta: omega, omega: a}\n",
-       "e.yaml:7:23: model.defs.b: expected definitions that do not refer to themselves, found 'a' at character 5 "
+       "e.yaml:7:27: model.defs.b: expected definitions that do not refer to themselves, found 'a' at character 5 "
        "of '2 * a' (the cycle a -> b -> a)"},
       {kHead + "  defs: {a: a + 1}\n  ode: {theta: omega, omega: a}\n", "(the cycle a -> a)"},
       // syntax
       {kHead + "  ode: {theta: omega, omega: (tau + 1}\n", "expected ')' closing the parenthesis, found the end"},
       {kHead + "  ode: {theta: omega, omega: tau +}\n", "expected a number, a name or '(', found the end"},
       {kHead + "  ode: {theta: omega, omega: \"tau $ 2\"}\n",
-       "expected a number, a name, an operator (+ - * / ^) or a parenthesis, found '$' at character 5"},
+       "e.yaml:7:35: model.ode.omega: expected a number, a name, an operator (+ - * / ^) or a parenthesis, found "
+       "'$' at character 5"},
       {kHead + "  ode: {theta: omega, omega: tau tau}\n",
        "expected an operator or the end of the expression, found 'tau' at character 5"},
       {kHead + "  ode: {theta: omega, omega: 1e}\n", "expected a number with digits after its exponent, found '1e'"},

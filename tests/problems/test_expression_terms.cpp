@@ -198,7 +198,7 @@ constraints:
     return std::string("loaded");
   };
   const std::string unknown = error("0.8 * cos(theta)", "0.8 * cos(thet)");
-  EXPECT_NE(unknown.find("t.yaml:7:66: costs[0].residual[1]: expected a state, control, parameter or definition, found "
+  EXPECT_NE(unknown.find("t.yaml:7:76: costs[0].residual[1]: expected a state, control, parameter or definition, found "
                          "'thet' at character 11 of '0.8 * cos(thet)' (did you mean 'theta'?)"),
             std::string::npos)
       << unknown;

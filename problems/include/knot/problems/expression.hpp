@@ -63,6 +63,7 @@ enum class ExprOp : std::uint8_t {
   Atan2,  // r = atan2(a, b)
   Min,    // r = a < b ? a : b (the value decides; the derivative is that branch's)
   Max,
+  SinCos,  // r = sin(a) and reg[b] = cos(a): both of one argument share one sincos (emitted only)
 };
 
 struct ExprInstr {
@@ -219,6 +220,16 @@ KNOT_HD void evaluate(const ExprTape& tape, const S* x, const S* u, S* reg, S* o
       case ExprOp::Neg:
         r = -reg[in.a];
         break;
+      case ExprOp::SinCos: {
+        // Written side by side so that the compiler computes both in one call, as it does for the
+        // built-in models' sin and cos of one angle. a is neither destination (it is read later).
+        using std::cos;
+        using std::sin;
+        const S& a = reg[in.a];
+        reg[in.b] = cos(a);
+        r = sin(a);
+        break;
+      }
       default:
         r = expr_detail::apply<S>(in, reg[in.a], reg[in.b]);
         break;
@@ -241,6 +252,10 @@ struct ExprSource {
   std::string text;
   std::string key_path;  // "model.ode.theta"
   SourceLocation at;     // the value's file position; empty for expressions built in C++
+  // Character i of `text` is at column at.column + text_shift + i of line at.line when the text is
+  // written on that one line as is (a plain or quoted one-line scalar); -1 when not: errors then
+  // point at `at`.
+  int text_shift = -1;
 };
 
 struct ExprParam {
@@ -305,6 +320,7 @@ struct ExpressionDynamics {
   const ExpressionModelInfo* info = nullptr;  // host only
 
   static constexpr std::string_view kType = "expression";
+  static constexpr bool kOneSweep = true;  // one dual sweep for the whole Jacobian (model_adapter.hpp)
   KNOT_HD int nx() const { return n_states; }
   KNOT_HD int nu() const { return n_controls; }
   KNOT_HD int nq() const { return n_positions; }
