@@ -1,10 +1,12 @@
 // knot info: what this binary is and what it can run on.
 #include <cstdio>
+#include <string>
 #include <fmt/core.h>
 #include <thread>
 
 #include "commands.hpp"
 #include "knot/build_info.hpp"
+#include "knot/problems/registry.hpp"
 #include "knot/solver/build.hpp"
 #if KNOT_WITH_CUDA
 #include "knot/linalg/cuda/device.hpp"
@@ -34,6 +36,11 @@ int run_info() {
   fmt::print("  CUDA            not compiled (KNOT_CUDA={})\n", build::kCudaOption);
   fmt::print("  GPU             not used by this build\n");
 #endif
+  // The problem file's model.type values: the registry's, and `expression`, which the loader
+  // builds from the file's own expressions rather than from the registry.
+  std::string models;
+  for (const problems::ModelInfo& m : problems::model_types()) models.append(models.empty() ? "" : ", ").append(m.type);
+  fmt::print("  models          {}, expression (written in the problem file)\n", models);
   return 0;
 }
 
