@@ -320,7 +320,6 @@ struct ExpressionDynamics {
   const ExpressionModelInfo* info = nullptr;  // host only
 
   static constexpr std::string_view kType = "expression";
-  static constexpr bool kOneSweep = true;  // one dual sweep for the whole Jacobian (model_adapter.hpp)
   KNOT_HD int nx() const { return n_states; }
   KNOT_HD int nu() const { return n_controls; }
   KNOT_HD int nq() const { return n_positions; }

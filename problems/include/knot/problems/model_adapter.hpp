@@ -292,16 +292,8 @@ class ModelAdapter final : public Model {
   // Directions per sweep. Wider sweeps compute the values (sin, cos, divisions) once for more
   // columns, but past 8 the tangents no longer stay in registers and each operation costs more
   // than it saves (measured on pendulum through chain_of_masses, nx + nu = 3..24); 4 suits the
-  // smallest models, where 8 would leave most lanes idle. A model whose every operation has a
-  // fixed cost of its own (an interpreted tape, expression.hpp) states kOneSweep: it is evaluated
-  // once for up to 8 directions (16 past that), idle lanes being cheaper than a second pass.
-  static constexpr bool kOneSweep = [] {
-    if constexpr (requires { M::kOneSweep; })
-      return bool(M::kOneSweep);
-    else
-      return false;
-  }();
-  static constexpr int kNarrow = kOneSweep ? 8 : 4, kWide = kOneSweep ? 16 : 8;
+  // smallest models, where 8 would leave most lanes idle.
+  static constexpr int kNarrow = 4, kWide = 8;
 
   template <int W>
   struct Work {
