@@ -554,8 +554,10 @@ CompiledExpressions compile_expressions(const ExprSymbols& symbols, const std::v
   {
     std::map<int, int> sin_of, cos_of;
     for (int i = 0; i < n; ++i)
-      if (live[i] && nodes[i].op == ExprOp::Sin) sin_of[nodes[i].a] = i;
-      else if (live[i] && nodes[i].op == ExprOp::Cos) cos_of[nodes[i].a] = i;
+      if (live[i] && nodes[i].op == ExprOp::Sin)
+        sin_of[nodes[i].a] = i;
+      else if (live[i] && nodes[i].op == ExprOp::Cos)
+        cos_of[nodes[i].a] = i;
     for (const auto& [a, si] : sin_of)
       if (const auto it = cos_of.find(a); it != cos_of.end()) {
         partner[si] = it->second;

@@ -10,9 +10,9 @@
 #include <charconv>
 #include <cmath>
 #include <fstream>
-#include <string_view>
 #include <limits>
 #include <sstream>
+#include <string_view>
 #include <unordered_map>
 
 namespace knot::problems::yaml {

@@ -1,7 +1,8 @@
 // knot info: what this binary is and what it can run on.
+#include <fmt/core.h>
+
 #include <cstdio>
 #include <string>
-#include <fmt/core.h>
 #include <thread>
 
 #include "commands.hpp"
@@ -19,16 +20,15 @@ int run_info() {
   fmt::print("  build type      {}\n", build::kBuildType);
   fmt::print("  C++ compiler    {}\n", build::kCxxCompiler);
   fmt::print("  sanitizers      {}\n", *build::kSanitize ? build::kSanitize : "none");
-  fmt::print("  CPU target      {} (KNOT_ARCH; knot_solver compiled with {})\n", build::kArch,
-              solver::build_isa());
+  fmt::print("  CPU target      {} (KNOT_ARCH; knot_solver compiled with {})\n", build::kArch, solver::build_isa());
   fmt::print("  CPU threads     {}\n", std::thread::hardware_concurrency());
 #if KNOT_WITH_CUDA
-  fmt::print("  CUDA            compiled (nvcc {}, sm {}; KNOT_CUDA={})\n", build::kCudaCompiler, build::kCudaArchitectures,
-              build::kCudaOption);
+  fmt::print("  CUDA            compiled (nvcc {}, sm {}; KNOT_CUDA={})\n", build::kCudaCompiler,
+             build::kCudaArchitectures, build::kCudaOption);
   const auto dev = knot::linalg::cuda::query_device();
   if (dev.usable) {
     fmt::print("  GPU             {} (sm_{}{}, {} SMs, {:.1f} GiB)\n", dev.name.c_str(), dev.cc_major, dev.cc_minor,
-                dev.multiprocessors, dev.total_memory / double(1ull << 30));
+               dev.multiprocessors, dev.total_memory / double(1ull << 30));
   } else {
     fmt::print("  GPU             none usable: {}\n", dev.reason.c_str());
   }
