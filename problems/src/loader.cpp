@@ -10,6 +10,7 @@
 
 #include "knot/problems/registry.hpp"
 #include "text.hpp"
+#include "loader_expression.hpp"
 #include "loader_terms.hpp"
 #include "settings_check.hpp"
 #include "yaml_reader.hpp"
@@ -203,10 +204,15 @@ std::shared_ptr<const Model> read_model(const MapReader& top) {
   const std::vector<std::string> types = [] {
     std::vector<std::string> t;
     for (const ModelInfo& m : model_types()) t.push_back(m.type);
+    t.emplace_back("expression");
     return t;
   }();
   const std::string expected_type = "one of " + yaml::join_alternatives(types);
   const Node& node = top.require("model", "a mapping with type and params");
+  // A model written as expressions has keys of its own (loader_expression.cpp).
+  if (const yaml::Entry* t = node.is_map() ? node.find("type") : nullptr;
+      t && t->value.is_scalar() && t->value.text == "expression")
+    return detail::read_expression_model(node);
   const MapReader m(&node, "model", node.at);
   m.allow_only({"type", "params"});
   const Node& type_node = m.require("type", expected_type);
@@ -420,6 +426,37 @@ void read_plant(const MapReader& mpc, const MapReader& top, const Model& model, 
   }
   yaml::merge_into(merged, Node(*params));
   const std::string type(model.type());
+  if (type == "expression") {
+    // The model mapping again with the merged parameters: an unknown name is reported as in
+    // model.params, and every expression is compiled with the plant's values.
+    Node plant_node = model_node;
+    if (yaml::Entry* e = plant_node.find("params"))
+      e->value = merged;
+    else
+      plant_node.entries.push_back(yaml::Entry{"params", params->at, merged});
+    for (const yaml::Entry& e : params->entries)
+      if (!model_params || !model_params->value.is_map() || !model_params->value.find(e.key)) {
+        std::vector<std::string> names;
+        if (model_params && model_params->value.is_map())
+          for (const yaml::Entry& k : model_params->value.entries) names.push_back(k.key);
+        const std::string near = yaml::closest(e.key, names);
+        throw ProblemError(e.key_at.location(), path + "." + e.key, "a parameter of the expression model",
+                           yaml::quote(e.key), near.empty() ? "" : "did you mean '" + near + "'?");
+      }
+    s.plant_model = detail::read_expression_model(plant_node);
+    const ExprSymbols* ms = expression_symbols(model);
+    const ExprSymbols* ps = expression_symbols(*s.plant_model);
+    for (const yaml::Entry& e : params->entries) {
+      PlantParam pp;
+      pp.name = e.key;
+      for (const ExprParam& q : ms->params)
+        if (q.name == e.key) pp.model_value = {q.value};
+      for (const ExprParam& q : ps->params)
+        if (q.name == e.key) pp.plant_value = {q.value};
+      s.plant_params.push_back(std::move(pp));
+    }
+    return;
+  }
   const MapReader plant_reader(&merged, path, params->at);
   RecordingReader plant_values(plant_reader);
   s.plant_model = build_model(type, plant_values, type_entry->value);

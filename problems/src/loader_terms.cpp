@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "knot/problems/error.hpp"
+#include "loader_expression.hpp"
 #include "yaml_reader.hpp"
 
 namespace knot::problems::detail {
@@ -300,13 +301,35 @@ Reference read_reference(const MapReader& r, int dim, std::string_view size_name
 
 // --- costs -------------------------------------------------------------------------------------
 
-const std::vector<std::string> kCostTypes = to_strings({"state", "control", "end_effector", "control_rate"});
+const std::vector<std::string> kCostTypes =
+    to_strings({"state", "control", "end_effector", "control_rate", "residual"});
+
+// type: residual, {residual: [expressions], weights, stage, scale_by_dt}.
+std::shared_ptr<CostTerm> read_residual_cost(const MapReader& r, const Node& entry, const std::string& path,
+                                             std::size_t index, const Model& model, std::vector<std::string>& names) {
+  r.allow_only(to_strings({"name", "type", "residual", "weights", "stage", "scale_by_dt"}));
+  TermInfo info;
+  info.name = read_name(r, "residual", index, names, "costs");
+  const auto res = read_term_expressions(r, "residual", model);
+  info.stages = read_stage(r, res->uses_control() ? StageSet::Running : StageSet::All, res->uses_control());
+  if (const Node* n = r.find("scale_by_dt")) info.scale_by_dt = yaml::to_bool(*n, r.key_path("scale_by_dt"));
+  const int dim = res->dim();
+  const std::string weights_expected =
+      "weights: a number, a list of " + std::to_string(dim) + " numbers or " + std::to_string(dim) + " rows";
+  Weight W = read_weights(r.require("weights", weights_expected), r.key_path("weights"), dim, "");
+  try {
+    return std::make_shared<ResidualCost>(info, res, std::move(W));
+  } catch (const std::invalid_argument& e) {
+    yaml::fail(entry, path, "a cost term the model supports", e.what());
+  }
+}
 
 std::shared_ptr<CostTerm> read_cost(const Node& entry, const std::string& path, std::size_t index,
                                     const std::shared_ptr<const Model>& model, std::vector<std::string>& names) {
   const MapReader r(&entry, path, entry.at);
   const Node* type_node = nullptr;
   const std::string type = read_type(r, kCostTypes, type_node);
+  if (type == "residual") return read_residual_cost(r, entry, path, index, *model, names);
   const bool state = type == "state", control = type == "control", ee = type == "end_effector";
   std::vector<std::string> known = to_strings({"name", "type", "weights", "stage", "scale_by_dt"});
   if (type != "control_rate") known.push_back("reference");
@@ -344,7 +367,7 @@ std::shared_ptr<CostTerm> read_cost(const Node& entry, const std::string& path, 
 
 const std::vector<std::string> kConstraintTypes =
     to_strings({"control_box", "state_box", "circle_obstacle", "end_effector_height", "end_effector_box",
-                "state_equality", "model_limits"});
+                "state_equality", "model_limits", "expression"});
 
 // lower and upper, `size` entries each, +-.inf allowed; at least one given; lower <= upper.
 std::pair<std::vector<double>, std::vector<double>> read_bounds(const MapReader& r, std::size_t size,
@@ -448,11 +471,25 @@ void read_constraint(const Node& entry, const std::string& path, std::size_t ind
   if (type == "end_effector_box") known.insert(known.end(), {"frame", "offset", "lower", "upper"});
   if (type == "state_equality") known.insert(known.end(), {"indices", "target"});
   if (type == "model_limits") known.insert(known.end(), {"position", "velocity", "effort"});
+  if (type == "expression") known.insert(known.end(), {"expression", "lower", "upper"});
   r.allow_only(known);
 
   const int nx = model->nx(), nu = model->nu();
   const std::string name = read_name(r, type, index, names, "constraints");
   if (type == "model_limits") return read_model_limits(r, *type_node, name, *model, out);
+  if (type == "expression") {
+    const auto g = read_term_expressions(r, "expression", *model);
+    TermInfo info;
+    info.name = name;
+    info.stages = read_stage(r, g->uses_control() ? StageSet::Running : StageSet::All, g->uses_control());
+    auto [lower, upper] = read_bounds(r, static_cast<std::size_t>(g->dim()), "");
+    try {
+      out.push_back(std::make_shared<ExpressionConstraint>(info, g, std::move(lower), std::move(upper)));
+    } catch (const std::invalid_argument& e) {
+      yaml::fail(entry, path, "a constraint term the model supports", e.what());
+    }
+    return;
+  }
 
   const bool control = type == "control_box";
   TermInfo info;

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <string_view>
 #include <unordered_map>
 
 namespace knot::problems::yaml {
@@ -83,6 +84,7 @@ class TreeBuilder final : public YAML::EventHandler {
     n.text = value;
     n.plain = tag == "?";  // "!" for a quoted scalar, the tag itself for a tagged one
     if (!n.plain) check_closed(mark, n.at);
+    n.text_shift = text_shift(mark, value);
     if (utf8_error(value) != std::string::npos) bad_utf8(mark);
     finish(std::move(n), anchor, 1);
   }
@@ -151,6 +153,18 @@ class TreeBuilder final : public YAML::EventHandler {
     throw ProblemError(at.location(), child_path(), "a closing " + std::string(1, q) + " for the " + kind + " string",
                        "an unterminated string starting at line " + std::to_string(at.line) + " column " +
                            std::to_string(at.column));
+  }
+
+  // Node::text_shift: the value found as is at the mark (plain) or just past a quote there.
+  int text_shift(const YAML::Mark& mark, const std::string& value) const {
+    if (mark.pos < 0 || mark.line < 0 || value.find_first_of("\r\n") != std::string::npos) return -1;
+    const std::size_t pos = static_cast<std::size_t>(mark.pos);
+    const std::string_view rest = std::string_view(text_).substr(std::min(pos, text_.size()));
+    if (rest.substr(0, value.size()) == value) return 0;
+    if (!rest.empty() && (rest[0] == '"' || rest[0] == '\'') && rest.substr(1, value.size()) == value &&
+        rest.size() > value.size() + 1 && rest[value.size() + 1] == rest[0])
+      return 1;
+    return -1;
   }
 
   // A scalar whose value is not UTF-8: the offending bytes are the first invalid ones in the text

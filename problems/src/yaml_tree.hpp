@@ -41,6 +41,10 @@ struct Node {
   Kind kind = Kind::Null;
   std::string text;            // Scalar
   bool plain = true;           // false for a quoted or explicitly tagged scalar: then never a number or bool
+  // Scalar: character i of `text` is at column at.column + text_shift + i of line at.line (0 for a
+  // plain scalar, 1 past an opening quote), when the text is written on that one line as is; -1
+  // when it is not (folded over lines, with escapes, a block scalar).
+  int text_shift = -1;
   std::vector<Node> items;     // Sequence
   std::vector<Entry> entries;  // Map, in file order (keys are unique)
   Where at;

@@ -32,7 +32,7 @@ const std::map<std::string, Dims> kExpected = {
     {"quadrotor_to_point", {12, 4, 50}},       {"unicycle_obstacles", {3, 2, 60}},
     {"chain_of_masses", {21, 3, 40}},          {"iiwa14_reach", {14, 7, 32}},
     {"iiwa14_gravity_limits", {14, 7, 48}},    {"cartpole_mpc", {4, 1, 60}},
-    {"iiwa14_mpc", {14, 7, 32}},
+    {"iiwa14_mpc", {14, 7, 32}},               {"planar_quadrotor", {6, 2, 60}},
 };
 
 std::vector<fs::path> config_files() {
