@@ -23,11 +23,8 @@
 // chain per entry). m or n <= 0 does nothing, k <= 0 gives C = beta C; LowerC needs m == n and LowerB
 // k >= n (not checked).
 //
-// The vector path needs the host compiler's vector extensions (GCC, Clang) and a target that has the
-// 4-lane vectors and FMAs they stand for: AVX2 + FMA on x86 (KNOT_ARCH=x86-64-v3, the default), any
-// AArch64 (two NEON registers a vector). Elsewhere (x86's SSE2 baseline, nvcc, other compilers) the
-// compiler would emulate each vector operation in pieces, slower than a plain triple loop with the
-// same contract, which is what those builds get.
+// The vector path needs the host compiler's vector extensions (GCC, Clang); nvcc and other compilers
+// get a plain triple loop with the same contract.
 #pragma once
 
 #include <utility>
@@ -38,8 +35,7 @@ namespace knot::linalg {
 
 enum class TileShape { Full, LowerC, LowerB };
 
-#if !defined(__CUDACC__) && (defined(__GNUC__) || defined(__clang__)) && \
-    ((defined(__AVX2__) && defined(__FMA__)) || defined(__aarch64__))
+#if !defined(__CUDACC__) && (defined(__GNUC__) || defined(__clang__))
 #define KNOT_GEMM_TILE_SIMD 1
 #else
 #define KNOT_GEMM_TILE_SIMD 0

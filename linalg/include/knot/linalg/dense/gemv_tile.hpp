@@ -15,8 +15,8 @@
 // column. Rows past the last multiple of 4 are loaded lane by lane, never past the column's end. The
 // order of the sums differs from gemv's: results agree to rounding, not bit for bit.
 //
-// Where gemm_tile.hpp's vectors are not native (KNOT_GEMM_TILE_SIMD 0: x86 without AVX2 + FMA, nvcc,
-// other compilers) a plain loop with the same contract.
+// Without the host compiler's vector extensions (nvcc, other compilers) a plain loop with the same
+// contract.
 #pragma once
 
 #include "knot/linalg/dense/gemm_tile.hpp"
