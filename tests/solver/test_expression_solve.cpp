@@ -23,8 +23,12 @@ struct Result {
   std::vector<double> x, u;
 };
 
+// Tight stopping rules: the point (not only the cost, which is second order in it) is then fixed well
+// below the 1e-9 the models are compared at, whatever the build's rounding.
 Result solve(const problems::Problem& p) {
-  Solver s(p, sqp_options(p));
+  solver::SolverOptions o = sqp_options(p);
+  o.tol_stationarity = o.tol_feasibility = 1e-12;
+  Solver s(p, o);
   const Status st = s.solve();
   return {st, s.solution().cost, s.solution().x, s.solution().u};
 }
