@@ -150,6 +150,7 @@ std::string describe(const Problem& p) {
     << text::format_number(s.tol_stationarity) << ", tol_feasibility " << text::format_number(s.tol_feasibility) << ", tol_complementarity "
     << text::format_number(s.tol_complementarity) << "\n             linsys " << s.linsys << ", hessian " << s.hessian
     << ", globalization " << s.globalization << ", pcg_tol " << text::format_number(s.pcg_tol) << ", pcg_max_iter " << s.pcg_max_iter
+    << ", lq_forcing " << text::format_number(s.lq_forcing)
     << ", regularization " << text::format_number(s.regularization) << ", mu_init " << text::format_number(s.mu_init) << ", verbose "
     << (s.verbose ? "true" : "false") << ", memory_limit " << text::format_number(s.memory_limit) << " GiB\n";
   const MpcSettings& m = p.mpc;

@@ -299,7 +299,7 @@ SolverSettings read_solver(const MapReader& top) {
   const Node* node = top.find("solver");
   const MapReader r(node, "solver", top.where());
   r.allow_only({"max_iter", "time_limit", "tol_stationarity", "tol_feasibility", "tol_complementarity", "linsys",
-                "hessian", "globalization", "pcg_tol", "pcg_max_iter", "regularization", "mu_init", "verbose",
+                "hessian", "globalization", "pcg_tol", "pcg_max_iter", "lq_forcing", "regularization", "mu_init", "verbose",
                 "memory_limit"});
   SolverSettings s;
   const OptionalKeys keys{r};
@@ -313,6 +313,7 @@ SolverSettings read_solver(const MapReader& top) {
   keys.text("globalization", s.globalization);
   keys.number("pcg_tol", s.pcg_tol);
   keys.integer("pcg_max_iter", s.pcg_max_iter);
+  keys.number("lq_forcing", s.lq_forcing);
   keys.number("regularization", s.regularization);
   keys.number("mu_init", s.mu_init);
   if (const Node* n = r.find("verbose")) s.verbose = yaml::to_bool(*n, r.key_path("verbose"));

@@ -28,6 +28,12 @@ std::optional<SettingIssue> nonnegative(const char* field, double v) {
   return SettingIssue{field, "a finite number >= 0", text::format_number(v)};
 }
 
+// A fraction in [0, 1): the inexact-Newton forcing.
+std::optional<SettingIssue> fraction(const char* field, double v) {
+  if (v >= 0 && v < 1) return std::nullopt;
+  return SettingIssue{field, "a number in [0, 1)", text::format_number(v)};
+}
+
 std::optional<SettingIssue> at_least_one(const char* field, int v) {
   if (v >= 1) return std::nullopt;
   return SettingIssue{field, "an integer >= 1", std::to_string(v)};
@@ -51,6 +57,7 @@ std::optional<SettingIssue> check(const SolverSettings& s) {
         positive("tol_complementarity", s.tol_complementarity), one_of("linsys", s.linsys, kLinsysNames),
         one_of("hessian", s.hessian, kHessianNames), one_of("globalization", s.globalization, kGlobalizationNames),
         positive("pcg_tol", s.pcg_tol), at_least_one("pcg_max_iter", s.pcg_max_iter),
+        fraction("lq_forcing", s.lq_forcing),
         nonnegative("regularization", s.regularization), positive("mu_init", s.mu_init),
         positive("memory_limit", s.memory_limit)})
     if (issue) return issue;

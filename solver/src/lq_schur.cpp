@@ -495,15 +495,16 @@ class SchurBackend final : public LqBackend {
       factor_(nb, nx, w_.strips, &fail);
       if (fail != 0) return data_finite(d) ? LqStatus::NotPositiveDefinite : LqStatus::NonFinite;
     }
-    // The tolerance every answer is held to (LqSolver::set_tolerance, else the options' default).
-    if (tolerance >= 0) {
-      tol_ = tolerance;
-    } else {
-      const double scale =
-          1.0 + std::max({inf_norm(d.q.data(), d.q.size()), inf_norm(d.r.data(), d.r.size()),
-                          inf_norm(d.c.data(), d.c.size()), inf_norm(d.x_init.data(), d.x_init.size())});
-      tol_ = opt_.refine_tol * scale;
-    }
+    // The tolerance every answer is held to (LqSolver::set_tolerance, else the options' default,
+    // rounding level). A caller's positive tolerance at or below rounding level is solved as 0 (every
+    // row at its rounding floor): an inexact-Newton step asks for that only near the optimum, where
+    // the rollout would only amplify rounding.
+    const double scale =
+        1.0 + std::max({inf_norm(d.q.data(), d.q.size()), inf_norm(d.r.data(), d.r.size()),
+                        inf_norm(d.c.data(), d.c.size()), inf_norm(d.x_init.data(), d.x_init.size())});
+    const double rounding = opt_.refine_tol * scale;
+    inexact_ = tolerance > rounding;
+    tol_ = tolerance < 0 ? rounding : inexact_ ? tolerance : 0.0;
     st.kkt_tolerance = tol_;
     set_rhs(d);
     if (pcg_ && opt_.pcg_warm_start) {
@@ -514,10 +515,10 @@ class SchurBackend final : public LqBackend {
     // An inexact solve (a positive tolerance from the caller, SolverOptions::lq_forcing): the SQP
     // turns a residual left in a dynamics row into outer infeasibility (amplified by an equality
     // row's 1/delta), one left in a stationarity row only into a less exact Newton direction.
-    roll_ = tolerance > 0 && opt_.inexact_rollout;
-    // pcg's first solve of an exact step stops on what the step will be judged by (pcg_stop), when a
-    // direct solve can take over what pcg gives up (else pcg runs its own rule, to its count).
-    check_ = pcg_ && !roll_ && w_.chol != nullptr ? &s : nullptr;
+    roll_ = inexact_ && opt_.inexact_rollout;
+    // pcg's first solve of a step stops on what the step will be judged by (pcg_stop), when a direct
+    // solve can take over what pcg gives up (else pcg runs its own rule, to its count).
+    check_ = pcg_ && w_.chol != nullptr ? &s : nullptr;
     check_data_ = &d;
     const Outcome outcome = apply(d, s.x.data(), s.u.data(), s.lambda.data(), st);
     check_ = nullptr;
@@ -572,7 +573,7 @@ class SchurBackend final : public LqBackend {
       // caller, rel is loosened toward (tol / |gamma|)^2 (r'P^-1 r estimates |r|^2 only roughly: the
       // KKT check after the solve decides, and refines what falls short).
       double rel = opt_.pcg_rel_tol;
-      if (tolerance > 0 && check_ == nullptr) {
+      if (inexact_ && check_ == nullptr) {
         const double gmax = inf_norm(w_.gamma + nx, static_cast<std::size_t>(nb) * nx);
         if (gmax > 0) rel = std::max(rel, std::min(1e-2, (0.1 * tol_ / gmax) * (0.1 * tol_ / gmax)));
       }
@@ -605,17 +606,15 @@ class SchurBackend final : public LqBackend {
   }
 
   // pcg's stop predicate, called before iteration it with the iterate lambda in w_.lam: the deadline,
-  // and on the first solve of an exact step (no rollout, pcg_direct_fallback on) the step itself. pcg's own rule (r'P^-1 r
+  // and on the first solve of a step (pcg_direct_fallback on) the step itself. pcg's own rule (r'P^-1 r
   // against gamma'P^-1 gamma) says little about it: an interior point's barrier terms make S so
   // ill-conditioned that the rounding-level target is out of reach in any count (cartpole_mpc: 241
   // of 244 iterations on average, then the direct fallback). So at the first iteration (the warm
   // start) and every kCheckEvery after, the iterate is recovered and judged by the KKT check the
   // solve applies afterwards: accepted_ stops pcg with an iterate the solve then reproduces bitwise.
   // A best ratio that has not fallen fast enough to reach 1 within the cap at its mean rate since the
-  // first check ends pcg too (not accepted: the direct solve answers). The inexact step is left to
-  // pcg's loosened rule: its rolled-out residual is pcg's carried through the dynamics and the cost,
-  // and on cartpole_mpc it did not fall in 240 iterations. Each check costs about three products
-  // with S.
+  // first check ends pcg too (not accepted: the direct solve answers). An inexact step's iterate is
+  // rolled out before the check, as its answer will be. Each check costs about three products with S.
   static constexpr int kCheckEvery = 8;
   bool pcg_stop(int it) {
     if (past_deadline()) return true;
@@ -624,6 +623,7 @@ class SchurBackend final : public LqBackend {
     const int nx = dm_.nx, nb = dm_.N + 1;
     recover_(dm_, *check_data_, w_, s.x.data(), s.u.data());
     std::memcpy(s.lambda.data(), w_.lam + nx, static_cast<std::size_t>(nb) * nx * sizeof(double));
+    if (roll_) rollout_(dm_, *check_data_, s);
     const KktCheck c = residual_(dm_, *check_data_, s, w_, tol_);
     accepted_ = c.ratio <= 1.0;
     if (accepted_ || !std::isfinite(c.ratio)) return true;
@@ -704,7 +704,8 @@ class SchurBackend final : public LqBackend {
   void (*recover_)(const Dims&, const LqData&, const SchurWork&, double*, double*) = nullptr;
   KktCheck (*residual_)(const Dims&, const LqData&, const LqSolution&, const SchurWork&, double) = nullptr;
   void (*rollout_)(const Dims&, const LqData&, LqSolution&) = nullptr;
-  bool roll_ = false;     // LqOptions::inexact_rollout and a positive tolerance from the caller
+  bool inexact_ = false;  // the caller's tolerance is above rounding level
+  bool roll_ = false;     // inexact_ and LqOptions::inexact_rollout
   LqSolution* check_ = nullptr;          // pcg_stop judges the first solve's iterates into it (exact pcg)
   const LqData* check_data_ = nullptr;
   bool accepted_ = false;                // pcg_stop accepted the iterate

@@ -131,6 +131,7 @@ SolverOptions from_settings(const problems::SolverSettings& s) {
   // LqOptions measures PCG convergence on the squared preconditioned residual.
   o.lq.pcg_rel_tol = s.pcg_tol * s.pcg_tol;
   o.lq.pcg_max_iters = s.pcg_max_iter;
+  o.lq_forcing = s.lq_forcing;
 
   if (s.hessian == "gauss_newton") o.hessian = Hessian::GaussNewton;
   else if (s.hessian == "exact") o.hessian = Hessian::Exact;

@@ -134,7 +134,7 @@ TEST(Loader, EverySettingIsReadByItsName) {
   const Problem p = from_string(kCartpole + R"(
 solver: {max_iter: 7, time_limit: 0.5, tol_stationarity: 1e-5, tol_feasibility: 2e-5, tol_complementarity: 3e-5,
          linsys: kkt_ldlt, hessian: exact, globalization: none, pcg_tol: 1e-9, pcg_max_iter: 50,
-         regularization: 1e-6, mu_init: 0.5, verbose: true, memory_limit: 0.25}
+         lq_forcing: 0.01, regularization: 1e-6, mu_init: 0.5, verbose: true, memory_limit: 0.25}
 mpc: {mode: sqp, iterations_per_step: 3, time_limit: 0.004, control_rate: 100, duration: 2.5, warm_start: hold,
       plant: {integrator: euler, substeps: 4, params: {pole_mass: 0.12}},
       process_noise: [0.1, 0.2, 0.3, 0.4], measurement_noise: 0.02,
@@ -152,6 +152,7 @@ mpc: {mode: sqp, iterations_per_step: 3, time_limit: 0.004, control_rate: 100, d
   EXPECT_EQ(s.globalization, "none");
   EXPECT_EQ(s.pcg_tol, 1e-9);
   EXPECT_EQ(s.pcg_max_iter, 50);
+  EXPECT_EQ(s.lq_forcing, 0.01);
   EXPECT_EQ(s.regularization, 1e-6);
   EXPECT_EQ(s.mu_init, 0.5);
   EXPECT_TRUE(s.verbose);

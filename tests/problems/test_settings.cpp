@@ -39,6 +39,7 @@ TEST(Settings, SolverNamesTheFirstInvalidField) {
        "globalization must be one of filter, merit or none, found 'linesearch'"},
       {[](SolverSettings& s) { s.pcg_tol = -1e-12; }, "pcg_tol must be a finite number > 0, found -1e-12"},
       {[](SolverSettings& s) { s.pcg_max_iter = -3; }, "pcg_max_iter must be an integer >= 1, found -3"},
+      {[](SolverSettings& s) { s.lq_forcing = 1; }, "lq_forcing must be a number in [0, 1), found 1"},
       {[](SolverSettings& s) { s.regularization = -1e-8; },
        "regularization must be a finite number >= 0, found -1e-08"},
       {[](SolverSettings& s) { s.mu_init = 0; }, "mu_init must be a finite number > 0, found 0"},

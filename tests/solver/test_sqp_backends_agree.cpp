@@ -1,15 +1,17 @@
-// Every LQ backend leads the SQP to riccati's verdict and point: from 100 random cart-pole starts and
-// on the configs. The Schur backends (bdsv, pcg) solve each step to rounding level on its KKT
-// residual (SolverOptions::lq_forcing = 0, LqSolver::set_tolerance) and, on the random starts and
-// bryson_denham, also to an inexact-Newton tolerance E min(f, E) with the answer reduced to its
-// controls (LqOptions::inexact_rollout: states and costates recomputed from u); the negative controls
-// show that without the rollout a loose step tolerance changes verdicts, so the comparison can fail. Every backend runs the defaults' Hessian
-// (auto): where an exact step's stage blocks are indefinite the Schur backends take the Riccati
-// fallback, so they see the same subproblems as riccati.
+// Every LQ backend leads the SQP to riccati's verdict and point: from 100 random cart-pole starts, on
+// the configs and in a warm-started closed loop. The Schur backends (bdsv, pcg) solve each step to
+// the defaults' inexact-Newton tolerance E min(lq_forcing, E) (SolverOptions::lq_forcing = 1e-4,
+// LqSolver::set_tolerance) with the answer reduced to its controls (LqOptions::inexact_rollout: states
+// and costates recomputed from u), and on the random starts also at rounding level (forcing 0) and
+// bdsv at 0.5; the negative controls show that without the rollout a loose step tolerance changes
+// verdicts, so the comparison can fail. Every backend runs the defaults' Hessian (auto): where an
+// exact step's stage blocks are indefinite the Schur backends take the Riccati fallback, so they see
+// the same subproblems as riccati.
 #include <gtest/gtest.h>
 
 #include <array>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,16 +34,17 @@ struct Outcome {
   int iterations;
 };
 
-// Inexact-Newton forcings at which the random starts keep riccati's verdicts (measured, differing
-// starts of 100: bdsv 0 at every forcing from 1e-4 to 0.5; pcg 71 at 0.1, 1 at 0.01, 0 at 1e-4: pcg's
-// loose early steps take other paths to other local minima, docs/solver-lq.md). Not the default.
-constexpr double kForcingBdsv = 0.01;
-constexpr double kForcingPcg = 1e-4;
+// The default forcing (1e-4) keeps riccati's verdicts on both Schur backends; bdsv keeps them at any
+// forcing measured, up to 0.5 (its direct answer is nearly exact, the forcing only skips refinement),
+// while pcg's loose early steps take other paths to other local minima (differing starts of 100:
+// 100 at 0.5, 70 at 0.1, 16 at 0.01, 0 at 1e-4; docs/solver-lq.md).
+constexpr double kForcingBdsv = 0.5;
 
-Outcome run(problems::Problem p, Linsys linsys, double lq_forcing = 0, bool rollout = true) {
+// lq_forcing: the problem file's (the default) when not given.
+Outcome run(problems::Problem p, Linsys linsys, std::optional<double> lq_forcing = std::nullopt, bool rollout = true) {
   solver::SolverOptions o = solver::from_settings(p.solver);
   o.lq.linsys = linsys;
-  o.lq_forcing = lq_forcing;
+  if (lq_forcing) o.lq_forcing = *lq_forcing;
   o.lq.inexact_rollout = rollout;
   solver::Solver s(std::move(p), o);
   const Status st = s.solve();
@@ -53,7 +56,7 @@ constexpr double kCostRel = 1e-8;
 // The count of starts on which `linsys` (at lq_forcing, with or without the rollout) disagrees with
 // riccati in verdict, or in cost on a solved start.
 int disagreements(const problems::Problem& base, const std::vector<std::array<double, 4>>& starts,
-                  const std::vector<Outcome>& ref, Linsys linsys, double lq_forcing, bool report,
+                  const std::vector<Outcome>& ref, Linsys linsys, std::optional<double> lq_forcing, bool report,
                   bool rollout = true) {
   int count = 0;
   for (std::size_t i = 0; i < starts.size(); ++i) {
@@ -88,11 +91,13 @@ TEST(SqpBackendsAgree, RandomCartPoleStarts) {
   }
   EXPECT_GT(solved, static_cast<int>(starts.size()) / 2);  // the comparison is mostly on solved starts
   for (const Linsys linsys : {Linsys::KktLdlt, Linsys::Bdsv, Linsys::Pcg}) {
-    EXPECT_EQ(disagreements(base, starts, ref, linsys, 0, true), 0) << solver::to_string(linsys) << " at rounding";
+    EXPECT_EQ(disagreements(base, starts, ref, linsys, std::nullopt, true), 0)
+        << solver::to_string(linsys) << " at the defaults";
     if (linsys != Linsys::KktLdlt) {
-      const double forcing = linsys == Linsys::Bdsv ? kForcingBdsv : kForcingPcg;
-      EXPECT_EQ(disagreements(base, starts, ref, linsys, forcing, true), 0)
-          << solver::to_string(linsys) << " at lq_forcing " << forcing;
+      EXPECT_EQ(disagreements(base, starts, ref, linsys, 0.0, true), 0) << solver::to_string(linsys) << " at rounding";
+      if (linsys == Linsys::Bdsv)
+        EXPECT_EQ(disagreements(base, starts, ref, linsys, kForcingBdsv, true), 0)
+            << "bdsv at lq_forcing " << kForcingBdsv;
     }
   }
   // Negative control: without the rollout, bdsv steps held to E min(0.1, E) leave residuals in the
@@ -100,6 +105,40 @@ TEST(SqpBackendsAgree, RandomCartPoleStarts) {
   // 0), which the check above reports.
   if (!kSanitized) {
     EXPECT_GT(disagreements(base, starts, ref, Linsys::Bdsv, 0.1, false, false), 0);
+  }
+}
+
+// At the defaults the Schur backends take inexact-Newton steps: early iterations ask a KKT residual
+// of E min(lq_forcing, E) above rounding level and the step meets it; near the optimum the asked
+// residual falls below rounding level and the step is solved to rounding (tolerance 0, every row at
+// its floor). Negative control: lq_forcing 0 asks rounding level at every iteration.
+TEST(SqpBackendsAgree, DefaultStepsAreInexactNewton) {
+  EXPECT_GT(solver::SolverOptions{}.lq_forcing, 0);
+  const problems::Problem p = load_config("cartpole_swingup");
+  EXPECT_EQ(solver::from_settings(p.solver).lq_forcing, solver::SolverOptions{}.lq_forcing);
+  for (const Linsys linsys : {Linsys::Bdsv, Linsys::Pcg}) {
+    SCOPED_TRACE(solver::to_string(linsys));
+    for (const double forcing : {solver::SolverOptions{}.lq_forcing, 0.0}) {
+      solver::SolverOptions o = solver::from_settings(p.solver);
+      o.lq.linsys = linsys;
+      o.lq_forcing = forcing;
+      solver::Solver s(p, o);
+      ASSERT_EQ(s.solve(), Status::Solved);
+      const auto h = s.stats().history();
+      int inexact = 0;
+      for (std::size_t i = 0; i < h.size(); ++i) {
+        if (h[i].lq_tolerance > 0 && !h[i].lq_riccati_fallback) {
+          ++inexact;
+          EXPECT_LE(h[i].lq_residual, h[i].lq_tolerance) << "iteration " << i;
+        }
+      }
+      if (forcing > 0) {
+        EXPECT_GT(inexact, 0);
+        EXPECT_EQ(h[h.size() - 1].lq_tolerance, 0.0);  // the last step at rounding level
+      } else {
+        EXPECT_EQ(inexact, 0);
+      }
+    }
   }
 }
 

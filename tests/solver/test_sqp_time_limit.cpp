@@ -174,6 +174,7 @@ TEST(SqpTimeLimit, HoldsDuringOnePcgSolve) {
   o.lq.linsys = Linsys::Pcg;
   o.lq.pcg_rel_tol = 1e-300;
   o.lq.pcg_direct_fallback = false;  // with it, pcg hands a solve this slow to the direct one early
+  o.lq_forcing = 0;  // an inexact step's tolerance would loosen pcg's rule to one it meets
   SolverOptions few = o;
   few.max_iter = 1;
   few.lq.pcg_max_iters = 20;

@@ -23,6 +23,9 @@ struct SolverSettings {
   std::string globalization = "filter";  // filter (Waechter-Biegler) | merit (l1, Armijo) | none
   double pcg_tol = 1e-12;
   int pcg_max_iter = 1000;
+  // Inexact-Newton forcing of the Schur backends' steps (bdsv, pcg): each LQ step is solved to a KKT
+  // residual of E min(lq_forcing, E), E the iterate's KKT error; 0 = rounding level (docs/solver.md).
+  double lq_forcing = 1e-4;
   double regularization = 1e-8;    // initial Hessian regularization when it is needed
   double mu_init = 1e-1;           // initial barrier parameter (interior point)
   bool verbose = false;

@@ -78,17 +78,16 @@ struct SolverOptions {
   double hessian_switch_ratio = 0.7;
   int hessian_switch_window = 5;
   // The accuracy of each step's LQ on the Schur backends (bdsv, pcg; riccati and kkt_ldlt are exact
-  // to rounding and ignore it). 0: every row of its KKT residual at rounding level, the setting at which
-  // every backend reaches riccati's verdict and point (docs/solver-lq.md). > 0: inexact Newton (Dembo,
-  // Eisenstat and Steihaug), a residual of at most E min(lq_forcing, E) with E the barrier problem's
-  // KKT error at the iterate (quadratic forcing), the answer reduced to its controls
-  // (LqOptions::inexact_rollout: states and costates recomputed from u). Not the default: bdsv keeps
-  // riccati's verdicts at every forcing measured but only saves refinement steps; pcg at rounding
-  // level (its stop on the KKT check) takes fewer iterations than at any forcing, and its loose early
-  // steps reach other local minima (1 of 100 random cart-pole starts at 0.01, 71 at 0.1; the
-  // warm-started cartpole_mpc loop at 0.01 another closed-loop cost; docs/solver-lq.md). Either way
-  // a step whose residual stalled above E ends the solve NumericalError, naming both.
-  double lq_forcing = 0;
+  // to rounding and ignore it): inexact Newton (Dembo, Eisenstat and Steihaug), a KKT residual of at
+  // most E min(lq_forcing, E) with E the barrier problem's KKT error at the iterate (quadratic
+  // forcing), the answer reduced to its controls (LqOptions::inexact_rollout: states and costates
+  // recomputed from u). Where that is below rounding level (near the optimum) and at 0, every row
+  // is solved to its rounding floor. At 1e-4 both backends reach riccati's verdict and point on the
+  // 100 random cart-pole starts, every config and the warm-started closed loop; pcg's looser steps
+  // reach other local minima (16 of those starts differ at 0.01, 70 at 0.1), bdsv's do not at any
+  // forcing up to 0.5 (docs/solver-lq.md). A step whose residual stalled above E ends the solve
+  // NumericalError, naming both.
+  double lq_forcing = 1e-4;
 
   // ---- Hessian regularization, used when the LQ backend reports the Hessian not positive definite:
   // delta I is added to every Q_k and R_k, starting at max(reg_init, last successful delta / reg_growth),
