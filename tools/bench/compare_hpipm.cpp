@@ -11,13 +11,14 @@
 // Before timing, each pair's solutions are compared (largest difference over x_1..x_N, u and the
 // multipliers of the dynamics, relative to the largest entry), so a ratio is never one of two
 // different computations. Each round times every solver over a short batch, one after another (a
-// slow spell of the machine hits both sides of a ratio); the figures are medians over the rounds.
-// Run it pinned to one core: `taskset -c 1 knot_compare_hpipm [--rounds=N]`.
+// slow spell of the machine hits both sides of a ratio); the figures are medians over the rounds of
+// the thread's CPU time per solve.
+// Run it pinned to one core: `taskset -c 1 knot_compare_hpipm [--rounds=N] [--size=nx,nu,N]`.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <random>
 #include <string>
 #include <vector>
@@ -34,7 +35,6 @@ extern "C" {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using knot::solver::LqBounds;
 using knot::solver::LqData;
 using knot::solver::LqIpmOptions;
@@ -200,11 +200,19 @@ double agreement(int nx, int N, const std::vector<double>& kx, const std::vector
   return dual ? std::max(primal, rel_diff(kl.data() + nx, pi.data(), n)) : primal;
 }
 
+// The thread's CPU time, not the wall clock: on a shared machine a pinned solve of several
+// milliseconds is descheduled for other processes' slices, which the wall clock would count.
+double cpu_us() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return 1e6 * static_cast<double>(t.tv_sec) + 1e-3 * static_cast<double>(t.tv_nsec);
+}
+
 template <class Fn>
 double time_per_call(int reps, const Fn& fn) {
-  const auto t0 = Clock::now();
+  const double t0 = cpu_us();
   for (int k = 0; k < reps; ++k) fn();
-  return std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / reps;
+  return (cpu_us() - t0) / reps;
 }
 
 // Which recursion Knot's Riccati backend runs at these sizes (mirrors solver/src/lq_riccati.cpp:
@@ -287,17 +295,20 @@ bool run(int nx, int nu, int N, int rounds, Row& row) {
 
 int main(int argc, char** argv) {
   int rounds = 101;
+  std::vector<std::vector<int>> sizes = {{14, 7, 64}, {28, 7, 128}, {21, 3, 40}, {36, 12, 50}, {4, 1, 50}, {12, 4, 50}};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
+    int nx = 0, nu = 0, N = 0;
     if (a.rfind("--rounds=", 0) == 0) {
       rounds = std::max(1, std::stoi(a.substr(9)));
+    } else if (std::sscanf(a.c_str(), "--size=%d,%d,%d", &nx, &nu, &N) == 3 && nx > 0 && nu > 0 && N > 0) {
+      sizes = {{nx, nu, N}};  // one size only (for a profiler)
     } else {
-      std::fprintf(stderr, "usage: %s [--rounds=N]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--rounds=N] [--size=nx,nu,N]\n", argv[0]);
       return 2;
     }
   }
-  const int sizes[][3] = {{14, 7, 64}, {28, 7, 128}, {21, 3, 40}, {36, 12, 50}, {4, 1, 50}, {12, 4, 50}};
-  std::printf("Knot vs HPIPM (BLASFEO), %d interleaved rounds, medians, us per solve\n", rounds);
+  std::printf("Knot vs HPIPM (BLASFEO), %d interleaved rounds, medians of thread CPU time, us per solve\n", rounds);
   std::vector<Row> rows;
   bool ok = true;
   for (const auto& s : sizes) {
