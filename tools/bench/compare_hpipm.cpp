@@ -109,7 +109,7 @@ struct Hpipm {
     }
     for (int i = 0; i < U; ++i) idxbu.push_back(i);
     lbu.assign(U, -kUmax), ubu.assign(U, kUmax);
-    // r_0 = r_0 + S_0 x0 (S_0 = 0 here, checked by the caller's agreement test).
+    // r_0 = r_0 + S_0 x0 (S_0 = 0 on these problems; x0'Q_0 x0 / 2 is a constant).
     std::vector<double> r0(U);
     for (int i = 0; i < U; ++i) {
       double s = d.r_k(0)[i];
