@@ -492,6 +492,49 @@ TEST(LqIpm, NonFiniteDataIsReported) {
   EXPECT_EQ(s.solve(clean, b, sol), LqIpmStatus::Solved);
 }
 
+// The default stop is HPIPM SPEED_ABS's (lq_ipm.hpp): the first iterate whose average product
+// s_i z_i (and residuals) pass tol. Checked against the independent KKT measures of kkt_check: the
+// answer passes on the average, and the iterate one step earlier (max_iter one lower) does not, so
+// the stop neither overshoots nor fires early. On some problems the largest product is still above
+// tol when the average stops it; the rule on the largest product (complementarity_max) then takes
+// more iterations, which shows the two rules differ and the default is the average.
+TEST(LqIpm, StopsAtTheFirstIterateWhoseMeanComplementarityPasses) {
+  Rng rng(83);
+  const LqSize sizes[] = {{4, 1, 50}, {12, 4, 20}, {14, 7, 16}, {21, 3, 8}, {5, 5, 30}, {7, 3, 12}};
+  int mean_only = 0;  // stops on the average with the largest product above tol
+  for (const LqSize& z : sizes) {
+    SCOPED_TRACE(testing::Message() << "nx " << z.nx << " nu " << z.nu << " N " << z.N);
+    const LqData d = random_lq(rng, z.nx, z.nu, z.N);
+    const LqBounds b = box_u(z.nx, z.nu, z.N, 0.5);
+    LqIpmStatus st;
+    int iters = 0;
+    const LqIpmSolution sol = solve_ipm(d, b, &st, {}, &iters);
+    ASSERT_EQ(st, LqIpmStatus::Solved);
+    const Kkt k = kkt_check(d, b, sol);
+    EXPECT_TRUE(k.ok(false)) << "complementarity " << k.complementarity;
+    ASSERT_GE(iters, 2);
+
+    LqIpmOptions early;
+    early.max_iter = iters - 1;
+    int iters_early = 0;
+    const LqIpmSolution before = solve_ipm(d, b, &st, early, &iters_early);
+    EXPECT_EQ(st, LqIpmStatus::MaxIterations);
+    EXPECT_FALSE(kkt_check(d, b, before).ok(false));
+
+    LqIpmOptions each;
+    each.complementarity_max = true;
+    int iters_max = 0;
+    const LqIpmSolution sol_max = solve_ipm(d, b, &st, each, &iters_max);
+    ASSERT_EQ(st, LqIpmStatus::Solved);
+    EXPECT_GE(iters_max, iters);
+    if (k.complementarity_max > kCompTol) {
+      ++mean_only;
+      EXPECT_GT(iters_max, iters);
+    }
+  }
+  EXPECT_GT(mean_only, 0);
+}
+
 TEST(LqIpm, IterationLimitIsReported) {
   Rng rng(79);
   const LqData d = random_lq(rng, 4, 1, 30);

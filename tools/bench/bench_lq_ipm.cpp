@@ -21,7 +21,7 @@ using knot::solver::LqIpmSolver;
 using knot::solver::LqIpmStatus;
 
 // tol_stationarity: 1e-8 (Knot's default) or 1e-6 (HPIPM's SPEED mode, res_g_max; both stop at 1e-8
-// on dynamics, bounds and the largest complementarity product).
+// on dynamics and bounds; Knot on the average complementarity product, as HPIPM's SPEED_ABS).
 void BM_LqIpm(benchmark::State& state, Linsys linsys, double tol_stationarity) {
   const int nx = static_cast<int>(state.range(0)), nu = static_cast<int>(state.range(1)),
             N = static_cast<int>(state.range(2));

@@ -75,13 +75,16 @@ struct LqIpmOptions {
   //   stationarity           <= tol_stationarity * max(1, |q|, |r|)
   //   dynamics, x_0          <= tol * max(1, |c|, |x_init|)
   //   bounds (v - lb - s)    <= tol * max(1, |finite bounds|)
-  //   every s_i z_i          <= tol     (complementarity_max = false: their average mu <= tol)
-  // The largest product is the test the SQP solver and HPIPM apply (its res_m_max); the average is
-  // cheaper (typically 1-2 iterations fewer) but lets single products exceed tol (10-50x on random
-  // problems). HPIPM's SPEED mode stops at stationarity 1e-6 and 1e-8 on the rest.
+  //   mu = s'z / bounds      <= tol     (complementarity_max = true: every s_i z_i <= tol)
+  // The average is the test of HPIPM's SPEED_ABS mode (ocp_qp/x_ocp_qp_ipm.c: its absolute-form loop
+  // runs while |mu - tau_min| > res_m_max = 1e-8, mu the 1-norm of the products over their count;
+  // it checks no residual, the linear ones shrinking with each step as here). The largest product
+  // is the test of HPIPM's other modes (the inf-norm of res_m) and of the SQP solver: it lets no
+  // single product exceed tol (the average lets them by 10-50x on random problems) and typically
+  // costs 1-2 iterations more, the last of which overshoots (mean 1e-14 and below).
   double tol = 1e-8;
   double tol_stationarity = 1e-8;
-  bool complementarity_max = true;
+  bool complementarity_max = false;
   int max_iter = 50;
   // Fraction to the boundary: s, z stay at least (1 - tau) of their value away from zero, with
   // tau = max(tau_min, 1 - mu) (close to 1 as the iterates converge).
