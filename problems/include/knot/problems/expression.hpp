@@ -188,9 +188,11 @@ inline constexpr bool kIsHyperDual = false;
 template <int N>
 inline constexpr bool kIsHyperDual<HyperDual<N>> = true;
 
-#if defined(__CUDA_ARCH__) || defined(__clang__)
+// Device code and clang take `#pragma unroll`, GCC its own spelling; the host pass of a .cu file
+// none (its front end warns on GCC's, the host compiler on nvcc's).
+#if defined(__CUDA_ARCH__) || (defined(__clang__) && !defined(__CUDACC__))
 #define KNOT_EXPR_UNROLL _Pragma("unroll")
-#elif defined(__GNUC__)
+#elif defined(__GNUC__) && !defined(__CUDACC__)
 #define KNOT_EXPR_UNROLL _Pragma("GCC unroll 64")
 #else
 #define KNOT_EXPR_UNROLL
@@ -274,13 +276,20 @@ KNOT_HD void hd_chain(HyperDual<N>& r, const HyperDual<N>& a, double f0, double 
   r.v = f0;
 }
 
-// One instruction on HyperDual registers; false for the ops left to apply().
+// One instruction on HyperDual registers, the input loads included (one dispatch for all the
+// common ops); false for the ops left to the generic switch.
 template <int N>
-KNOT_HD bool hd_step(const ExprInstr& in, HyperDual<N>* reg) {
+KNOT_HD bool hd_step(const ExprInstr& in, const HyperDual<N>* x, const HyperDual<N>* u, HyperDual<N>* reg) {
   HyperDual<N>& r = reg[in.dst];
   const HyperDual<N>& a = reg[in.a];
   const HyperDual<N>& b = reg[in.b];
   switch (in.op) {
+    case ExprOp::State:
+      r = x[in.n];
+      return true;
+    case ExprOp::Control:
+      r = u[in.n];
+      return true;
     case ExprOp::Add:
       hd_add<N, false>(r, a, b);
       return true;
@@ -339,16 +348,23 @@ inline constexpr int kDualWidth = 0;
 template <int W>
 inline constexpr int kDualWidth<Dual<double, Tangent<double, W>>> = W;
 
-// One instruction on Dual registers; false for the ops left to apply(). The per-direction
-// expressions are dual.hpp's (through tangent.hpp's component loops), so bit for bit the same.
+// One instruction on Dual registers, as hd_step; false for the ops left to the generic switch.
+// The per-direction expressions are dual.hpp's (tangent.hpp's component loops): bit for bit the same.
 template <int W>
-KNOT_HD bool dual_step(const ExprInstr& in, Dual<double, Tangent<double, W>>* reg) {
+KNOT_HD bool dual_step(const ExprInstr& in, const Dual<double, Tangent<double, W>>* x,
+                        const Dual<double, Tangent<double, W>>* u, Dual<double, Tangent<double, W>>* reg) {
   using D = Dual<double, Tangent<double, W>>;
   D& r = reg[in.dst];
   const D& a = reg[in.a];
   const D& b = reg[in.b];
   const double av = a.v, bv = b.v, k = in.k;
   switch (in.op) {
+    case ExprOp::State:
+      r = x[in.n];
+      return true;
+    case ExprOp::Control:
+      r = u[in.n];
+      return true;
     case ExprOp::Add:
       KNOT_EXPR_UNROLL for (int j = 0; j < W; ++j) r.d.e[j] = a.d.e[j] + b.d.e[j];
       r.v = av + bv;
@@ -427,9 +443,9 @@ KNOT_HD void evaluate(const ExprTape& tape, const S* x, const S* u, S* reg, S* o
   for (int i = 0; i < tape.size; ++i) {
     const ExprInstr& in = tape.code[i];
     if constexpr (expr_detail::kIsHyperDual<S>) {
-      if (expr_detail::hd_step(in, reg)) continue;
+      if (expr_detail::hd_step(in, x, u, reg)) continue;
     } else if constexpr (expr_detail::kDualWidth<S> > 0) {
-      if (expr_detail::dual_step(in, reg)) continue;
+      if (expr_detail::dual_step(in, x, u, reg)) continue;
     }
     // The arithmetic in this switch as well as in apply(): one dispatch for the common ops.
     S& r = reg[in.dst];
