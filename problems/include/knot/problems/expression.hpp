@@ -26,6 +26,8 @@
 #include <vector>
 
 #include "knot/linalg/config.hpp"
+#include "knot/problems/dual.hpp"
+#include "knot/problems/hyperdual.hpp"
 #include "knot/problems/error.hpp"
 #include "knot/problems/model.hpp"
 
@@ -171,6 +173,268 @@ KNOT_HD S apply(const ExprInstr& in, const S& a, const S& b) {
   }
 }
 
+
+// --- second-order duals in place -----------------------------------------------------------------
+// A HyperDual<5> is 21 doubles: through the generic switch every instruction builds its result in a
+// temporary and copies it to the register, and the compiler leaves the triangular loops rolled in
+// a function this large (the built-in models, a few operations inlined, get them unrolled). These
+// kernels write the destination register directly (it may be an operand: the tape reuses
+// registers): the operands' gradients are read into locals first, then h, g and v are written, each
+// element after the reads of the same element. The formulas are hyperdual.hpp's, term for term, so
+// the results are the operators' bit for bit.
+
+template <class S>
+inline constexpr bool kIsHyperDual = false;
+template <int N>
+inline constexpr bool kIsHyperDual<HyperDual<N>> = true;
+
+// Device code and clang take `#pragma unroll`, GCC its own spelling; the host pass of a .cu file
+// none (its front end warns on GCC's, the host compiler on nvcc's).
+#if defined(__CUDA_ARCH__) || (defined(__clang__) && !defined(__CUDACC__))
+#define KNOT_EXPR_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__) && !defined(__CUDACC__)
+#define KNOT_EXPR_UNROLL _Pragma("GCC unroll 64")
+#else
+#define KNOT_EXPR_UNROLL
+#endif
+
+template <int N>
+KNOT_HD void hd_mul(HyperDual<N>& r, const HyperDual<N>& a, const HyperDual<N>& b) {
+  const double av = a.v, bv = b.v;
+  double ag[N], bg[N];
+  KNOT_EXPR_UNROLL for (int i = 0; i < N; ++i) {
+    ag[i] = a.g[i];
+    bg[i] = b.g[i];
+  }
+  KNOT_EXPR_UNROLL for (int i = 0; i < N; ++i) {
+    KNOT_EXPR_UNROLL for (int j = 0; j <= i; ++j) {
+      const int p = i * (i + 1) / 2 + j;
+      r.h[p] = a.h[p] * bv + av * b.h[p] + (ag[i] * bg[j] + ag[j] * bg[i]);
+    }
+  }
+  KNOT_EXPR_UNROLL for (int i = 0; i < N; ++i) r.g[i] = ag[i] * bv + av * bg[i];
+  r.v = av * bv;
+}
+
+template <int N>
+KNOT_HD void hd_div(HyperDual<N>& r, const HyperDual<N>& a, const HyperDual<N>& b) {
+  const double bv = b.v, q = a.v / bv;
+  double qg[N], bg[N];
+  KNOT_EXPR_UNROLL for (int i = 0; i < N; ++i) {
+    bg[i] = b.g[i];
+    qg[i] = (a.g[i] - q * bg[i]) / bv;
+  }
+  KNOT_EXPR_UNROLL for (int i = 0; i < N; ++i) {
+    KNOT_EXPR_UNROLL for (int j = 0; j <= i; ++j) {
+      const int p = i * (i + 1) / 2 + j;
+      r.h[p] = (a.h[p] - q * b.h[p] - (qg[i] * bg[j] + qg[j] * bg[i])) / bv;
+    }
+  }
+  KNOT_EXPR_UNROLL for (int i = 0; i < N; ++i) r.g[i] = qg[i];
+  r.v = q;
+}
+
+// r = a + sign b (sign +1 or -1, the operators' += and -=).
+template <int N, bool kSub>
+KNOT_HD void hd_add(HyperDual<N>& r, const HyperDual<N>& a, const HyperDual<N>& b) {
+  constexpr int P = HyperDual<N>::kPacked;
+  KNOT_EXPR_UNROLL for (int p = 0; p < P; ++p) r.h[p] = kSub ? a.h[p] - b.h[p] : a.h[p] + b.h[p];
+  KNOT_EXPR_UNROLL for (int i = 0; i < N; ++i) r.g[i] = kSub ? a.g[i] - b.g[i] : a.g[i] + b.g[i];
+  r.v = kSub ? a.v - b.v : a.v + b.v;
+}
+
+// r = a c (kDiv: a / c), c a number.
+template <int N, bool kDiv>
+KNOT_HD void hd_scale(HyperDual<N>& r, const HyperDual<N>& a, double c) {
+  constexpr int P = HyperDual<N>::kPacked;
+  KNOT_EXPR_UNROLL for (int p = 0; p < P; ++p) r.h[p] = kDiv ? a.h[p] / c : a.h[p] * c;
+  KNOT_EXPR_UNROLL for (int i = 0; i < N; ++i) r.g[i] = kDiv ? a.g[i] / c : a.g[i] * c;
+  r.v = kDiv ? a.v / c : a.v * c;
+}
+
+// r = a with r.v = v (kNeg: r = -a with r.v = v).
+template <int N, bool kNeg>
+KNOT_HD void hd_shift(HyperDual<N>& r, const HyperDual<N>& a, double v) {
+  constexpr int P = HyperDual<N>::kPacked;
+  KNOT_EXPR_UNROLL for (int p = 0; p < P; ++p) r.h[p] = kNeg ? -a.h[p] : a.h[p];
+  KNOT_EXPR_UNROLL for (int i = 0; i < N; ++i) r.g[i] = kNeg ? -a.g[i] : a.g[i];
+  r.v = v;
+}
+
+// r = phi(a) from phi(a.v) = f0, phi'(a.v) = f1, phi''(a.v) = f2 (hyperdual_detail::chain).
+template <int N>
+KNOT_HD void hd_chain(HyperDual<N>& r, const HyperDual<N>& a, double f0, double f1, double f2) {
+  double ag[N];
+  KNOT_EXPR_UNROLL for (int i = 0; i < N; ++i) ag[i] = a.g[i];
+  KNOT_EXPR_UNROLL for (int i = 0; i < N; ++i) {
+    KNOT_EXPR_UNROLL for (int j = 0; j <= i; ++j) {
+      const int p = i * (i + 1) / 2 + j;
+      r.h[p] = f1 * a.h[p] + f2 * (ag[i] * ag[j]);
+    }
+  }
+  KNOT_EXPR_UNROLL for (int i = 0; i < N; ++i) r.g[i] = f1 * ag[i];
+  r.v = f0;
+}
+
+// One instruction on HyperDual registers, the input loads included (one dispatch for all the
+// common ops); false for the ops left to the generic switch.
+template <int N>
+KNOT_HD bool hd_step(const ExprInstr& in, const HyperDual<N>* x, const HyperDual<N>* u, HyperDual<N>* reg) {
+  HyperDual<N>& r = reg[in.dst];
+  const HyperDual<N>& a = reg[in.a];
+  const HyperDual<N>& b = reg[in.b];
+  switch (in.op) {
+    case ExprOp::State:
+      r = x[in.n];
+      return true;
+    case ExprOp::Control:
+      r = u[in.n];
+      return true;
+    case ExprOp::Add:
+      hd_add<N, false>(r, a, b);
+      return true;
+    case ExprOp::Sub:
+      hd_add<N, true>(r, a, b);
+      return true;
+    case ExprOp::Mul:
+      hd_mul(r, a, b);
+      return true;
+    case ExprOp::Div:
+      hd_div(r, a, b);
+      return true;
+    case ExprOp::AddK:
+      hd_shift<N, false>(r, a, a.v + in.k);
+      return true;
+    case ExprOp::KSub:
+      hd_shift<N, true>(r, a, in.k - a.v);
+      return true;
+    case ExprOp::Neg:
+      hd_shift<N, true>(r, a, -a.v);
+      return true;
+    case ExprOp::MulK:
+      hd_scale<N, false>(r, a, in.k);
+      return true;
+    case ExprOp::DivK:
+      hd_scale<N, true>(r, a, in.k);
+      return true;
+    case ExprOp::KDiv: {
+      const double q = in.k / a.v, d1 = -q / a.v;
+      hd_chain(r, a, q, d1, -2 * d1 / a.v);
+      return true;
+    }
+    case ExprOp::PowInt:
+      if (in.n != 2) return false;
+      hd_mul(r, a, a);
+      return true;
+    case ExprOp::SinCos: {
+      // a is neither destination; cos first, as the generic path writes it.
+      using std::cos;
+      using std::sin;
+      const double s = sin(a.v), c = cos(a.v);
+      hd_chain(reg[in.b], a, c, -s, -c);
+      hd_chain(r, a, s, c, -s);
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+
+// --- first-order duals of W directions in place (the Jacobian sweeps), as above -------------------
+
+template <class S>
+inline constexpr int kDualWidth = 0;
+template <int W>
+inline constexpr int kDualWidth<Dual<double, Tangent<double, W>>> = W;
+
+// One instruction on Dual registers, as hd_step; false for the ops left to the generic switch.
+// The per-direction expressions are dual.hpp's (tangent.hpp's component loops): bit for bit the same.
+template <int W>
+KNOT_HD bool dual_step(const ExprInstr& in, const Dual<double, Tangent<double, W>>* x,
+                        const Dual<double, Tangent<double, W>>* u, Dual<double, Tangent<double, W>>* reg) {
+  using D = Dual<double, Tangent<double, W>>;
+  D& r = reg[in.dst];
+  const D& a = reg[in.a];
+  const D& b = reg[in.b];
+  const double av = a.v, bv = b.v, k = in.k;
+  switch (in.op) {
+    case ExprOp::State:
+      r = x[in.n];
+      return true;
+    case ExprOp::Control:
+      r = u[in.n];
+      return true;
+    case ExprOp::Add:
+      KNOT_EXPR_UNROLL for (int j = 0; j < W; ++j) r.d.e[j] = a.d.e[j] + b.d.e[j];
+      r.v = av + bv;
+      return true;
+    case ExprOp::Sub:
+      KNOT_EXPR_UNROLL for (int j = 0; j < W; ++j) r.d.e[j] = a.d.e[j] - b.d.e[j];
+      r.v = av - bv;
+      return true;
+    case ExprOp::Mul:
+      KNOT_EXPR_UNROLL for (int j = 0; j < W; ++j) r.d.e[j] = a.d.e[j] * bv + av * b.d.e[j];
+      r.v = av * bv;
+      return true;
+    case ExprOp::PowInt:
+      if (in.n != 2) return false;
+      KNOT_EXPR_UNROLL for (int j = 0; j < W; ++j) r.d.e[j] = a.d.e[j] * av + av * a.d.e[j];
+      r.v = av * av;
+      return true;
+    case ExprOp::Div: {
+      const double q = av / bv;
+      KNOT_EXPR_UNROLL for (int j = 0; j < W; ++j) r.d.e[j] = (a.d.e[j] - q * b.d.e[j]) / bv;
+      r.v = q;
+      return true;
+    }
+    case ExprOp::AddK:
+      KNOT_EXPR_UNROLL for (int j = 0; j < W; ++j) r.d.e[j] = a.d.e[j];
+      r.v = av + k;
+      return true;
+    case ExprOp::KSub:
+      KNOT_EXPR_UNROLL for (int j = 0; j < W; ++j) r.d.e[j] = -a.d.e[j];
+      r.v = k - av;
+      return true;
+    case ExprOp::Neg:
+      KNOT_EXPR_UNROLL for (int j = 0; j < W; ++j) r.d.e[j] = -a.d.e[j];
+      r.v = -av;
+      return true;
+    case ExprOp::MulK:
+      KNOT_EXPR_UNROLL for (int j = 0; j < W; ++j) r.d.e[j] = a.d.e[j] * k;
+      r.v = av * k;
+      return true;
+    case ExprOp::DivK:
+      KNOT_EXPR_UNROLL for (int j = 0; j < W; ++j) r.d.e[j] = a.d.e[j] / k;
+      r.v = av / k;
+      return true;
+    case ExprOp::KDiv: {
+      const double q = k / av, m = -q;
+      KNOT_EXPR_UNROLL for (int j = 0; j < W; ++j) r.d.e[j] = m * a.d.e[j] / av;
+      r.v = q;
+      return true;
+    }
+    case ExprOp::SinCos: {
+      using std::cos;
+      using std::sin;
+      const double sn = sin(av), cs = cos(av), ms = -sn;
+      D& c = reg[in.b];
+      KNOT_EXPR_UNROLL for (int j = 0; j < W; ++j) {
+        const double da = a.d.e[j];
+        c.d.e[j] = ms * da;
+        r.d.e[j] = cs * da;
+      }
+      c.v = cs;
+      r.v = sn;
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+#undef KNOT_EXPR_UNROLL
+
 }  // namespace expr_detail
 
 // reg: tape.registers scratch values (kExprMaxRegisters always suffice).
@@ -178,6 +442,11 @@ template <class S>
 KNOT_HD void evaluate(const ExprTape& tape, const S* x, const S* u, S* reg, S* out) {
   for (int i = 0; i < tape.size; ++i) {
     const ExprInstr& in = tape.code[i];
+    if constexpr (expr_detail::kIsHyperDual<S>) {
+      if (expr_detail::hd_step(in, x, u, reg)) continue;
+    } else if constexpr (expr_detail::kDualWidth<S> > 0) {
+      if (expr_detail::dual_step(in, x, u, reg)) continue;
+    }
     // The arithmetic in this switch as well as in apply(): one dispatch for the common ops.
     S& r = reg[in.dst];
     switch (in.op) {

@@ -166,22 +166,21 @@ class ModelAdapter final : public Model {
     if (n + m == 0) return model_.template dynamics<double>(x, u, f);
     for (int i = 0; i < n; ++i) xd[i] = DualW<W>(x[i]);
     for (int i = 0; i < m; ++i) ud[i] = DualW<W>(u[i]);
+    // The loops over the W components innermost: their bound is a constant, so a model whose nx is
+    // known only at run time (an expression model) gets them unrolled too.
     for (int j0 = 0; j0 < n + m; j0 += W) {
       const int w = std::min(W, n + m - j0);
-      for (int k = 0; k < W; ++k) {
-        const int j = j0 + k;
-        if (k < w) {
-          const double* col = S + std::size_t(j) * n;
-          for (int i = 0; i < n; ++i) xd[i].d[k] = col[i];
-        } else {
-          for (int i = 0; i < n; ++i) xd[i].d[k] = 0.0;
-        }
-        for (int i = 0; i < m; ++i) ud[i].d[k] = k < w && j - n == i ? 1.0 : 0.0;
+      for (int i = 0; i < n; ++i) {
+        const double* row = S + std::size_t(j0) * n + i;
+        for (int k = 0; k < W; ++k) xd[i].d[k] = k < w ? row[std::size_t(k) * n] : 0.0;
       }
+      for (int i = 0; i < m; ++i)
+        for (int k = 0; k < W; ++k) ud[i].d[k] = k < w && j0 + k - n == i ? 1.0 : 0.0;
       model_.template dynamics<DualW<W>>(xd, ud, fd);
-      for (int k = 0; k < w; ++k) {
-        double* col = K + std::size_t(j0 + k) * n;
-        for (int i = 0; i < n; ++i) col[i] = fd[i].d[k];
+      for (int i = 0; i < n; ++i) {
+        double* row = K + std::size_t(j0) * n + i;
+        for (int k = 0; k < W; ++k)
+          if (k < w) row[std::size_t(k) * n] = fd[i].d[k];
       }
     }
     for (int i = 0; i < n; ++i) f[i] = fd[i].v;
