@@ -8,12 +8,8 @@
 namespace knot::test {
 namespace {
 
-using problems::Dual;
-using problems::ExprTape;
-using problems::HyperDual;
-using problems::Tangent;
-constexpr int W = kDeviceExprWidth;
-constexpr int kPacked = HyperDual<W>::kPacked;
+using problems::Dual, problems::ExprTape, problems::HyperDual, problems::Tangent;
+constexpr int W = kDeviceExprWidth, kPacked = kDeviceExprPacked;
 constexpr int kMaxStates = W;  // nx <= nx + nu = W
 
 __global__ void evaluate_kernel(ExprTape tape, int nx, int nu, int points, const double* w, double* f, double* J,

@@ -11,6 +11,7 @@ namespace knot::test {
 
 // The width of the duals in the kernel: models with nx + nu = 5 (the cart-pole, the acrobot).
 inline constexpr int kDeviceExprWidth = 5;
+inline constexpr int kDeviceExprPacked = problems::HyperDual<kDeviceExprWidth>::kPacked;
 
 struct DeviceExprResult {
   std::vector<double> f;  // points x nx, the double evaluation

@@ -24,12 +24,8 @@ namespace knot::test {
 namespace {
 
 namespace fs = std::filesystem;
-using problems::Dual;
-using problems::ExprTape;
-using problems::HyperDual;
-using problems::Tangent;
-constexpr int W = kDeviceExprWidth;
-constexpr int kPacked = HyperDual<W>::kPacked;
+using problems::Dual, problems::ExprTape, problems::HyperDual, problems::Tangent;
+constexpr int W = kDeviceExprWidth, kPacked = kDeviceExprPacked;
 
 const linalg::cuda::DeviceInfo& gpu() {
   static const linalg::cuda::DeviceInfo info = linalg::cuda::query_device();
