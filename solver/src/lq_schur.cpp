@@ -512,7 +512,7 @@ class SchurBackend final : public LqBackend {
     } else {
       std::fill(w_.lam + nx, w_.lam + static_cast<std::size_t>(nb + 1) * nx, 0.0);
     }
-    // An inexact solve (a positive tolerance from the caller, SolverOptions::lq_forcing): the SQP
+    // An inexact solve (the caller's tolerance above rounding level, SolverOptions::lq_forcing): the SQP
     // turns a residual left in a dynamics row into outer infeasibility (amplified by an equality
     // row's 1/delta), one left in a stationarity row only into a less exact Newton direction.
     roll_ = inexact_ && opt_.inexact_rollout;
@@ -706,7 +706,7 @@ class SchurBackend final : public LqBackend {
   void (*rollout_)(const Dims&, const LqData&, LqSolution&) = nullptr;
   bool inexact_ = false;  // the caller's tolerance is above rounding level
   bool roll_ = false;     // inexact_ and LqOptions::inexact_rollout
-  LqSolution* check_ = nullptr;          // pcg_stop judges the first solve's iterates into it (exact pcg)
+  LqSolution* check_ = nullptr;          // pcg_stop judges the first solve's iterates into it
   const LqData* check_data_ = nullptr;
   bool accepted_ = false;                // pcg_stop accepted the iterate
   double first_ratio_ = 0, best_ratio_ = 0;  // pcg_stop's KKT check at the first iteration, and the best

@@ -97,10 +97,10 @@ void Solver::Impl::add_barrier_terms() {
 // solve_lq: the LQ subproblem; when the backend finds the Hessian not positive definite, delta I is
 // added to every Q_k and R_k and the solve repeated with delta growing by reg_growth up to reg_max.
 // The time limit is checked before every retry, and pcg checks it itself (Interrupted).
-// Step accuracy (SolverOptions::lq_forcing): the Schur backends are held to rounding level, or with
-// lq_forcing > 0 to a KKT residual of E min(lq_forcing, E), E the barrier problem's KKT error
-// (Dembo, Eisenstat and Steihaug's quadratic forcing), the residual kept in the control rows
-// (LqOptions::inexact_rollout). A step the Schur path cannot solve is the Riccati recursion's
+// Step accuracy (SolverOptions::lq_forcing): the Schur backends are held to a KKT residual of
+// E min(lq_forcing, E), E the barrier problem's KKT error (Dembo, Eisenstat and Steihaug's quadratic
+// forcing), the residual kept in the control rows (LqOptions::inexact_rollout); a target below
+// rounding level (and lq_forcing 0) is the rounding-level solve. A step the Schur path cannot solve is the Riccati recursion's
 // (LqOptions::riccati_fallback), counted in Stats::riccati_fallbacks. A step whose residual stalled
 // above E is no Newton step at all: the solve ends there, saying so, rather than in a line search that
 // cannot succeed.
