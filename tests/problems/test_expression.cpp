@@ -337,6 +337,34 @@ TEST(ExpressionLanguage, InPlaceDualKernelsAreTheOperatorsBitForBit) {
   }
 }
 
+TEST(ExpressionLanguage, LoadsLeadTheTapeWhenTheirRegistersFit) {
+  // Two inputs: both loads first, then the arithmetic.
+  const CompiledExpressions small = compile({"sin(x) * y + u"});
+  EXPECT_EQ(small.loads, 3);
+  for (int i = 0; i < int(small.code.size()); ++i) {
+    const bool load = small.code[i].op == ExprOp::State || small.code[i].op == ExprOp::Control;
+    EXPECT_EQ(load, i < small.loads) << "instruction " << i;
+  }
+  // 80 states summed: holding every input from the start would need 80 registers, so the loads
+  // stay in place (and the value is the sum's).
+  ExprSymbols s;
+  std::string sum;
+  std::vector<double> xs;
+  double want = 0;
+  for (int i = 0; i < 80; ++i) {
+    s.states.push_back("x" + std::to_string(i));
+    sum.append(i ? " + " : "").append("sin(x").append(std::to_string(i)).append(")");
+    xs.push_back(0.01 * i);
+    want += std::sin(0.01 * i);
+  }
+  const CompiledExpressions wide = compile({sum}, s);
+  EXPECT_EQ(wide.loads, 0);
+  EXPECT_LE(wide.registers, 4);
+  double got = test::kNaN;
+  evaluate(wide.tape(), xs.data(), static_cast<const double*>(nullptr), &got);
+  EXPECT_NEAR(got, want, 1e-12 * std::abs(want));
+}
+
 TEST(ExpressionLanguage, SharesSubexpressionsAndReusesRegisters) {
   // sin(x) is computed once.
   const CompiledExpressions shared = compile({"sin(x) * sin(x) + sin(x)"});
