@@ -531,7 +531,7 @@ CompiledExpressions compile_expressions(const ExprSymbols& symbols, const std::v
   const std::vector<GNode>& nodes = c.g.nodes;
   const int n = int(nodes.size());
 
-  // Only what an output reads is emitted; a register is free after its last reader.
+  // Only what an output reads is emitted.
   std::vector<char> live(n, 0);
   for (int r : roots) live[r] = 1;
   for (int i = n - 1; i >= 0; --i)
@@ -539,13 +539,50 @@ CompiledExpressions compile_expressions(const ExprSymbols& symbols, const std::v
       if (nodes[i].a >= 0) live[nodes[i].a] = 1;
       if (nodes[i].b >= 0) live[nodes[i].b] = 1;
     }
+
+  // A product (a * b, or a * k) that one +, -, * or / reads, and nothing else (no output either), is
+  // fused into that reader: fused_into[p] is the reader, whose instruction computes the product too.
+  // One level: a reader that fused a product is not fused into its own reader.
   constexpr int kForever = 1 << 30;
-  std::vector<int> last(n, -1);
+  std::vector<int> uses(n, 0), fused_into(n, -1), fused_side(n, -1);
   for (int i = 0; i < n; ++i)
     if (live[i]) {
-      if (nodes[i].a >= 0) last[nodes[i].a] = i;
-      if (nodes[i].b >= 0) last[nodes[i].b] = i;
+      if (nodes[i].a >= 0) ++uses[nodes[i].a];
+      if (nodes[i].b >= 0) ++uses[nodes[i].b];
     }
+  for (int r : roots) uses[r] = kForever;
+  for (int i = 0; i < n; ++i) {
+    const ExprOp op = nodes[i].op;
+    if (!live[i] || fused_into[i] >= 0 ||
+        !(op == ExprOp::Add || op == ExprOp::Sub || op == ExprOp::Mul || op == ExprOp::Div))
+      continue;
+    for (int side = 0; side < 2 && fused_side[i] < 0; ++side) {
+      const int p = side == 0 ? nodes[i].a : nodes[i].b;
+      if ((nodes[p].op == ExprOp::Mul || nodes[p].op == ExprOp::MulK) && uses[p] == 1 && fused_side[p] < 0) {
+        fused_into[p] = i;
+        fused_side[i] = side;
+      }
+    }
+  }
+  // What each emitted node reads: a fused product's operands instead of the product.
+  const auto reads = [&](int i) {
+    std::vector<int> r;
+    for (int operand : {nodes[i].a, nodes[i].b}) {
+      if (operand < 0) continue;
+      if (fused_into[operand] == i) {
+        r.push_back(nodes[operand].a);
+        if (nodes[operand].op == ExprOp::Mul) r.push_back(nodes[operand].b);
+      } else {
+        r.push_back(operand);
+      }
+    }
+    return r;
+  };
+  // A register is free after its last reader.
+  std::vector<int> last(n, -1);
+  for (int i = 0; i < n; ++i)
+    if (live[i] && fused_into[i] < 0)
+      for (int operand : reads(i)) last[operand] = i;
   for (int r : roots) last[r] = kForever;
 
   // A live sin and cos of one operand are one SinCos at the first of the two; the other is then
@@ -565,49 +602,96 @@ CompiledExpressions compile_expressions(const ExprSymbols& symbols, const std::v
       }
   }
 
-  CompiledExpressions out;
-  std::vector<int> reg(n, -1);
-  std::vector<char> busy;
-  const auto take = [&] {
-    int r = 0;
-    while (r < int(busy.size()) && busy[r]) ++r;
-    if (r == int(busy.size())) busy.push_back(0);
-    busy[r] = 1;
-    if (r >= kExprMaxRegisters)
-      throw ProblemError(
-          symbols.at, symbols.key_path,
-          cat({"expressions that need at most ", std::to_string(kExprMaxRegisters), " intermediate values at once"}),
-          "more (split the model into fewer, shorter expressions or share definitions)");
-    return r;
-  };
-  for (int i = 0; i < n; ++i) {
-    if (!live[i]) continue;
-    const GNode& g = nodes[i];
-    // Operands read for the last time free their registers before the result takes one: the
-    // evaluator reads both operands before it writes. (The operand of a SinCos is read again by
-    // its later partner, so it is not freed at the first.)
-    for (int operand : {g.a, g.b})
-      if (operand >= 0 && last[operand] == i) busy[reg[operand]] = 0;
-    if (reg[i] >= 0) continue;  // computed with its partner
-    reg[i] = take();
-    ExprInstr in;
-    in.op = g.op;
-    in.dst = std::uint8_t(reg[i]);
-    in.a = std::uint8_t(g.a >= 0 ? reg[g.a] : 0);
-    in.b = std::uint8_t(g.b >= 0 ? reg[g.b] : 0);
-    in.n = g.n;
-    in.k = g.k;
-    if (const int p = partner[i]; p >= 0) {
-      reg[p] = take();
-      const int s = g.op == ExprOp::Sin ? i : p, c = g.op == ExprOp::Sin ? p : i;
-      in.op = ExprOp::SinCos;
-      in.dst = std::uint8_t(reg[s]);
-      in.b = std::uint8_t(reg[c]);
+  // The tape, with the input loads first when `hoist` (the evaluator copies them in a loop, with no
+  // dispatch; their registers are then held from the start); false when that needs more than
+  // kExprMaxRegisters registers.
+  const auto emit = [&](bool hoist, CompiledExpressions& out) {
+    out = CompiledExpressions{};
+    std::vector<int> reg(n, -1);
+    std::vector<char> busy;
+    bool fits = true;
+    const auto take = [&] {
+      int r = 0;
+      while (r < int(busy.size()) && busy[r]) ++r;
+      if (r == int(busy.size())) busy.push_back(0);
+      busy[r] = 1;
+      fits = fits && r < kExprMaxRegisters;
+      return r;
+    };
+    const auto is_load = [&](int i) { return nodes[i].op == ExprOp::State || nodes[i].op == ExprOp::Control; };
+    if (hoist)
+      for (int i = 0; i < n; ++i)
+        if (live[i] && is_load(i)) {
+          reg[i] = take();
+          ExprInstr in;
+          in.op = nodes[i].op;
+          in.dst = std::uint8_t(reg[i]);
+          in.n = nodes[i].n;
+          out.code.push_back(in);
+          ++out.loads;
+        }
+    for (int i = 0; i < n && fits; ++i) {
+      if (!live[i] || fused_into[i] >= 0 || (hoist && is_load(i))) continue;
+      const GNode& g = nodes[i];
+      // Operands read for the last time free their registers before the result takes one: the
+      // evaluator reads every operand before it writes. (The operand of a SinCos is read again by
+      // its later partner, so it is not freed at the first.)
+      for (int operand : reads(i))
+        if (last[operand] == i) busy[reg[operand]] = 0;
+      if (reg[i] >= 0) continue;  // computed with its partner
+      reg[i] = take();
+      ExprInstr in;
+      in.op = g.op;
+      in.dst = std::uint8_t(reg[i]);
+      in.a = std::uint8_t(g.a >= 0 ? reg[g.a] : 0);
+      in.b = std::uint8_t(g.b >= 0 ? reg[g.b] : 0);
+      in.n = g.n;
+      in.k = g.k;
+      if (const int side = fused_side[i]; side >= 0) {
+        // t = the product, c = the other operand: t + c, t - c or c - t, t * c, t / c or c / t.
+        const GNode& p = nodes[side == 0 ? g.a : g.b];
+        const int c = side == 0 ? g.b : g.a;
+        int consumer = 0;
+        switch (g.op) {
+          case ExprOp::Add:
+            consumer = 0;
+            break;
+          case ExprOp::Sub:
+            consumer = side == 0 ? 1 : 2;
+            break;
+          case ExprOp::Mul:
+            consumer = 3;
+            break;
+          default:
+            consumer = side == 0 ? 4 : 5;
+            break;
+        }
+        const ExprOp base = p.op == ExprOp::MulK ? ExprOp::MulKAdd : ExprOp::MulAdd;
+        in.op = ExprOp(int(base) + consumer);
+        in.a = std::uint8_t(reg[p.a]);
+        in.b = std::uint8_t(p.op == ExprOp::Mul ? reg[p.b] : 0);
+        in.k = p.k;
+        in.n = reg[c];
+      }
+      if (const int p = partner[i]; p >= 0) {
+        reg[p] = take();
+        const int s = g.op == ExprOp::Sin ? i : p, c = g.op == ExprOp::Sin ? p : i;
+        in.op = ExprOp::SinCos;
+        in.dst = std::uint8_t(reg[s]);
+        in.b = std::uint8_t(reg[c]);
+      }
+      out.code.push_back(in);
     }
-    out.code.push_back(in);
-  }
-  for (int r : roots) out.outputs.push_back(std::uint8_t(reg[r]));
-  out.registers = int(busy.size());
+    for (int r : roots) out.outputs.push_back(std::uint8_t(reg[r]));
+    out.registers = int(busy.size());
+    return fits && out.registers <= kExprMaxRegisters;
+  };
+  CompiledExpressions out;
+  if (!emit(true, out) && !emit(false, out))
+    throw ProblemError(
+        symbols.at, symbols.key_path,
+        cat({"expressions that need at most ", std::to_string(kExprMaxRegisters), " intermediate values at once"}),
+        "more (split the model into fewer, shorter expressions or share definitions)");
   return out;
 }
 

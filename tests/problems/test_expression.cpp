@@ -267,6 +267,8 @@ void operator_evaluate(const ExprTape& t, const S* x, const S* u, S* out) {
     } else if (in.op == ExprOp::SinCos) {
       reg[in.b] = cos(a);
       reg[in.dst] = sin(a);
+    } else if (is_fused(in.op)) {
+      reg[in.dst] = expr_detail::apply<S>(in, a, b, S(reg[in.n]));
     } else {
       reg[in.dst] = expr_detail::apply<S>(in, a, b);
     }
@@ -281,19 +283,34 @@ bool same_bits(const S& a, const S& b) {
 
 TEST(ExpressionLanguage, InPlaceDualKernelsAreTheOperatorsBitForBit) {
   // Every op with an in-place kernel: + - * / with registers and with constants, k - a, k / a,
-  // negation, a^2, and sin and cos of one operand; y * y * x reuses a register as its own operand.
-  const CompiledExpressions c = compile({"(x + y) * (x - y) / (y * y * x + 3)", "2 - x / 4 + 5 / (u * k)",
-                                         "-(sin(x * u) * cos(x * u))^2 + (x + 1) - y^3"});
+  // negation, a^2, sin and cos of one operand, and every fused product (a * b or a * k, then + c,
+  // - c, c -, * c, / c, c /); y * y * x reuses a register as its own operand.
+  const CompiledExpressions c = compile(
+      {"(x + y) * (x - y) / (y * y * x + 3)", "2 - x / 4 + 5 / (u * k)", "-(sin(x * u) * cos(x * u))^2 + (x + 1) - y^3",
+       "x * y + u - (3 * x + y) + (y - x * u) - (u - 2 * y) + x * u * sin(y) + 4 * u * cos(x) + (u * y - x) +"
+       " (7 * x - u) / (x - u * u)",
+       "(x + y) / (u * x) + (3 * y) / (x + u) + sin(y) / (5 * x) + (x * y) / (u + y) + cos(u) * (x * y - u)"});
   bool reused = false;
   for (const ExprInstr& in : c.code) reused = reused || (in.op == ExprOp::Mul && (in.dst == in.a || in.dst == in.b));
   EXPECT_TRUE(reused);
+  std::vector<int> fused(12, 0);
+  for (const ExprInstr& in : c.code)
+    if (is_fused(in.op)) ++fused[int(in.op) - int(ExprOp::MulAdd)];
+  for (int f = 0; f < 12; ++f) EXPECT_GT(fused[f], 0) << "fused op " << f << " is not exercised";
   Rng rng(18);
+  // Widths 3 and 8: the odd one takes the lanes one at a time, the even one in pairs on the host.
   using D = Dual<double, Tangent<double, 3>>;
+  using D8 = Dual<double, Tangent<double, 8>>;
   using H = HyperDual<3>;
   for (int trial = 0; trial < 20; ++trial) {
-    D xd[2], ud[1], got_d[3], want_d[3];
-    H xh[2], uh[1], got_h[3], want_h[3];
+    D xd[2], ud[1], got_d[5], want_d[5];
+    D8 xw[2], uw[1], got_w[5], want_w[5];
+    H xh[2], uh[1], got_h[5], want_h[5];
     for (D* v : {&xd[0], &xd[1], &ud[0]}) {
+      v->v = rng.uniform(0.2, 1.5);
+      for (double& e : v->d.e) e = rng.uniform();
+    }
+    for (D8* v : {&xw[0], &xw[1], &uw[0]}) {
       v->v = rng.uniform(0.2, 1.5);
       for (double& e : v->d.e) e = rng.uniform();
     }
@@ -304,10 +321,13 @@ TEST(ExpressionLanguage, InPlaceDualKernelsAreTheOperatorsBitForBit) {
     }
     evaluate(c.tape(), xd, ud, got_d);
     operator_evaluate(c.tape(), xd, ud, want_d);
+    evaluate(c.tape(), xw, uw, got_w);
+    operator_evaluate(c.tape(), xw, uw, want_w);
     evaluate(c.tape(), xh, uh, got_h);
     operator_evaluate(c.tape(), xh, uh, want_h);
-    for (int i = 0; i < 3; ++i) {
+    for (int i = 0; i < 5; ++i) {
       EXPECT_TRUE(same_bits(got_d[i], want_d[i])) << "trial " << trial << " output " << i;
+      EXPECT_TRUE(same_bits(got_w[i], want_w[i])) << "trial " << trial << " output " << i;
       EXPECT_TRUE(same_bits(got_h[i], want_h[i])) << "trial " << trial << " output " << i;
     }
     // Negative control: one ulp in one second-derivative component is seen.
@@ -315,6 +335,34 @@ TEST(ExpressionLanguage, InPlaceDualKernelsAreTheOperatorsBitForBit) {
     off.h[4] = std::nextafter(off.h[4], 10.0);
     EXPECT_FALSE(same_bits(got_h[2], off));
   }
+}
+
+TEST(ExpressionLanguage, LoadsLeadTheTapeWhenTheirRegistersFit) {
+  // Two inputs: both loads first, then the arithmetic.
+  const CompiledExpressions small = compile({"sin(x) * y + u"});
+  EXPECT_EQ(small.loads, 3);
+  for (int i = 0; i < int(small.code.size()); ++i) {
+    const bool load = small.code[i].op == ExprOp::State || small.code[i].op == ExprOp::Control;
+    EXPECT_EQ(load, i < small.loads) << "instruction " << i;
+  }
+  // 80 states summed: holding every input from the start would need 80 registers, so the loads
+  // stay in place (and the value is the sum's).
+  ExprSymbols s;
+  std::string sum;
+  std::vector<double> xs;
+  double want = 0;
+  for (int i = 0; i < 80; ++i) {
+    s.states.push_back("x" + std::to_string(i));
+    sum.append(i ? " + " : "").append("sin(x").append(std::to_string(i)).append(")");
+    xs.push_back(0.01 * i);
+    want += std::sin(0.01 * i);
+  }
+  const CompiledExpressions wide = compile({sum}, s);
+  EXPECT_EQ(wide.loads, 0);
+  EXPECT_LE(wide.registers, 4);
+  double got = test::kNaN;
+  evaluate(wide.tape(), xs.data(), static_cast<const double*>(nullptr), &got);
+  EXPECT_NEAR(got, want, 1e-12 * std::abs(want));
 }
 
 TEST(ExpressionLanguage, SharesSubexpressionsAndReusesRegisters) {

@@ -4,7 +4,9 @@
 // into a directed acyclic graph with common subexpressions shared and constants folded (parameters
 // are constants), then emitted as a tape: a plain array of ExprInstr records over a register file,
 // in an order where every operand is computed before it is read. Registers are reused once their
-// last reader has run, so a model's whole evaluation fits kExprMaxRegisters live values.
+// last reader has run, so a model's whole evaluation fits kExprMaxRegisters live values. The input
+// loads lead the tape (a loop of copies, no dispatch), and a product that only one +, -, * or / reads
+// is fused into that reader (one instruction, the same two roundings).
 //
 // evaluate<S>() runs a tape on any scalar of the model templates (double, Dual for Jacobians,
 // HyperDual for Hessians): no virtual calls, no allocation, no standard containers, so the same
@@ -23,6 +25,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "knot/linalg/config.hpp"
@@ -66,13 +69,32 @@ enum class ExprOp : std::uint8_t {
   Min,    // r = a < b ? a : b (the value decides; the derivative is that branch's)
   Max,
   SinCos,  // r = sin(a) and reg[b] = cos(a): both of one argument share one sincos (emitted only)
+  // Fused (emitted only): t = a * b (Mul*) or t = a * k (MulK*), then r = t + c, t - c, c - t,
+  // t * c, t / c or c / t with c = reg[n]; t is rounded as the product alone would be.
+  MulAdd,
+  MulSub,
+  MulRSub,
+  MulMul,
+  MulDiv,
+  MulRDiv,
+  MulKAdd,
+  MulKSub,
+  MulKRSub,
+  MulKMul,
+  MulKDiv,
+  MulKRDiv,
 };
+
+// The fused ops in the order of their consumers: fused_consumer(op) is 0..5 for + - (rsub) * / (rdiv).
+KNOT_HD constexpr bool is_fused(ExprOp op) { return op >= ExprOp::MulAdd && op <= ExprOp::MulKRDiv; }
+KNOT_HD constexpr bool fused_scaled(ExprOp op) { return op >= ExprOp::MulKAdd; }
+KNOT_HD constexpr int fused_consumer(ExprOp op) { return (int(op) - int(ExprOp::MulAdd)) % 6; }
 
 struct ExprInstr {
   ExprOp op = ExprOp::Const;
   std::uint8_t dst = 0, a = 0, b = 0;  // registers
-  std::int32_t n = 0;                  // input index (State, Control) or exponent (PowInt)
-  double k = 0;                        // constant (Const, PowConst)
+  std::int32_t n = 0;                  // input index (State, Control), exponent (PowInt), or register c (fused)
+  double k = 0;                        // constant (Const, the *K ops, PowConst)
 };
 
 // A compiled tape: non-owning, trivially copyable (it is copied into device memory as is).
@@ -82,6 +104,7 @@ struct ExprTape {
   const std::uint8_t* outputs = nullptr;  // the register holding each output after the last instruction
   int n_outputs = 0;
   int registers = 0;  // <= kExprMaxRegisters
+  int loads = 0;      // code[0, loads) are the input loads (State, Control), the rest none
 };
 
 namespace expr_detail {
@@ -107,8 +130,28 @@ KNOT_HD S pow_int(const S& a, int n) {
 // One operation on values already loaded (the loader folds constants with this same function).
 // An operand that is a constant is an immediate (the *K ops): a dual times a number costs a third of
 // a dual times a dual, and no register is loaded with it.
+// r = t op c for the consumer of a fused op (fused_consumer).
 template <class S>
-KNOT_HD S apply(const ExprInstr& in, const S& a, const S& b) {
+KNOT_HD S consume(int consumer, const S& t, const S& c) {
+  switch (consumer) {
+    case 0:
+      return t + c;
+    case 1:
+      return t - c;
+    case 2:
+      return c - t;
+    case 3:
+      return t * c;
+    case 4:
+      return t / c;
+    default:
+      return c / t;
+  }
+}
+
+// c: register n, read by the fused ops only.
+template <class S>
+KNOT_HD S apply(const ExprInstr& in, const S& a, const S& b, const S& c) {
   using std::abs;
   using std::atan2;
   using std::cos;
@@ -169,8 +212,17 @@ KNOT_HD S apply(const ExprInstr& in, const S& a, const S& b) {
     case ExprOp::Max:
       return a < b ? b : a;
     default:
+      if (is_fused(in.op)) {
+        const S t = fused_scaled(in.op) ? a * in.k : a * b;
+        return consume(fused_consumer(in.op), t, c);
+      }
       return S(in.k);  // Const; inputs never reach here
   }
+}
+
+template <class S>
+KNOT_HD S apply(const ExprInstr& in, const S& a, const S& b) {
+  return apply(in, a, b, b);
 }
 
 
@@ -326,6 +378,47 @@ KNOT_HD bool hd_step(const ExprInstr& in, const HyperDual<N>* x, const HyperDual
       if (in.n != 2) return false;
       hd_mul(r, a, a);
       return true;
+    case ExprOp::MulAdd:
+    case ExprOp::MulSub:
+    case ExprOp::MulRSub:
+    case ExprOp::MulMul:
+    case ExprOp::MulDiv:
+    case ExprOp::MulRDiv:
+    case ExprOp::MulKAdd:
+    case ExprOp::MulKSub:
+    case ExprOp::MulKRSub:
+    case ExprOp::MulKMul:
+    case ExprOp::MulKDiv:
+    case ExprOp::MulKRDiv: {
+      // The product in a temporary, then the consumer's kernel (c may be the destination).
+      HyperDual<N> t;
+      if (fused_scaled(in.op))
+        hd_scale<N, false>(t, a, in.k);
+      else
+        hd_mul(t, a, b);
+      const HyperDual<N>& c = reg[in.n];
+      switch (fused_consumer(in.op)) {
+        case 0:
+          hd_add<N, false>(r, t, c);
+          break;
+        case 1:
+          hd_add<N, true>(r, t, c);
+          break;
+        case 2:
+          hd_add<N, true>(r, c, t);
+          break;
+        case 3:
+          hd_mul(r, t, c);
+          break;
+        case 4:
+          hd_div(r, t, c);
+          break;
+        default:
+          hd_div(r, c, t);
+          break;
+      }
+      return true;
+    }
     case ExprOp::SinCos: {
       // a is neither destination; cos first, as the generic path writes it.
       using std::cos;
@@ -342,95 +435,238 @@ KNOT_HD bool hd_step(const ExprInstr& in, const HyperDual<N>* x, const HyperDual
 
 
 // --- first-order duals of W directions in place (the Jacobian sweeps), as above -------------------
+// The tangent's lanes are read into locals, combined there and written, in pairs on the host (GCC and
+// clang vector types): a Dual's value sits next to its first lane, and GCC's vectorizer, grouping the
+// 1 + W doubles of a result together, leaves every lane scalar when the value is computed otherwise
+// than the lanes (a product's is). Device code, one lane at a time in each thread anyway, and other
+// compilers take single lanes. The per-direction expressions are dual.hpp's (tangent.hpp's
+// component loops): bit for bit the same.
 
 template <class S>
 inline constexpr int kDualWidth = 0;
 template <int W>
 inline constexpr int kDualWidth<Dual<double, Tangent<double, W>>> = W;
 
-// One instruction on Dual registers, as hd_step; false for the ops left to the generic switch.
-// The per-direction expressions are dual.hpp's (tangent.hpp's component loops): bit for bit the same.
+#if !defined(__CUDACC__) && (defined(__GNUC__) || defined(__clang__))
+typedef double ExprLanePair __attribute__((vector_size(16)));
 template <int W>
-KNOT_HD bool dual_step(const ExprInstr& in, const Dual<double, Tangent<double, W>>* x,
-                        const Dual<double, Tangent<double, W>>* u, Dual<double, Tangent<double, W>>* reg) {
+using ExprLane = std::conditional_t<W % 2 == 0, ExprLanePair, double>;
+#else
+template <int W>
+using ExprLane = double;
+#endif
+
+template <int W>
+struct DualLanes {
+  using T = ExprLane<W>;
+  static constexpr int kPer = int(sizeof(T) / sizeof(double)), kCount = W / kPer;
+  T p[kCount];
+
+  KNOT_HD explicit DualLanes(const double* e) {
+    KNOT_EXPR_UNROLL for (int c = 0; c < kCount; ++c) {
+      if constexpr (kPer == 1)
+        p[c] = e[c];
+      else
+        __builtin_memcpy(&p[c], e + c * kPer, sizeof(T));
+    }
+  }
+  KNOT_HD DualLanes() {}
+  KNOT_HD void store(double* e) const {
+    KNOT_EXPR_UNROLL for (int c = 0; c < kCount; ++c) {
+      if constexpr (kPer == 1)
+        e[c] = p[c];
+      else
+        __builtin_memcpy(e + c * kPer, &p[c], sizeof(T));
+    }
+  }
+};
+
+// t = a * b (kScaled: a * k) into (tv, td), then r = t op c (kConsumer: fused_consumer's numbering),
+// as the unfused pair computes it.
+template <int W, bool kScaled, int kConsumer>
+KNOT_HD void dual_fused(Dual<double, Tangent<double, W>>& r, const Dual<double, Tangent<double, W>>& a,
+                        const Dual<double, Tangent<double, W>>& b, const Dual<double, Tangent<double, W>>& c,
+                        double k) {
+  using L = DualLanes<W>;
+  const double av = a.v, bv = b.v, cv = c.v;
+  const L ad(a.d.e), cd(c.d.e);
+  L td, rd;
+  double tv;
+  if constexpr (kScaled) {
+    KNOT_EXPR_UNROLL for (int j = 0; j < L::kCount; ++j) td.p[j] = ad.p[j] * k;
+    tv = av * k;
+  } else {
+    const L bd(b.d.e);
+    KNOT_EXPR_UNROLL for (int j = 0; j < L::kCount; ++j) td.p[j] = ad.p[j] * bv + av * bd.p[j];
+    tv = av * bv;
+  }
+  double v;
+  if constexpr (kConsumer == 0) {
+    KNOT_EXPR_UNROLL for (int j = 0; j < L::kCount; ++j) rd.p[j] = td.p[j] + cd.p[j];
+    v = tv + cv;
+  } else if constexpr (kConsumer == 1) {
+    KNOT_EXPR_UNROLL for (int j = 0; j < L::kCount; ++j) rd.p[j] = td.p[j] - cd.p[j];
+    v = tv - cv;
+  } else if constexpr (kConsumer == 2) {
+    KNOT_EXPR_UNROLL for (int j = 0; j < L::kCount; ++j) rd.p[j] = cd.p[j] - td.p[j];
+    v = cv - tv;
+  } else if constexpr (kConsumer == 3) {
+    KNOT_EXPR_UNROLL for (int j = 0; j < L::kCount; ++j) rd.p[j] = td.p[j] * cv + tv * cd.p[j];
+    v = tv * cv;
+  } else if constexpr (kConsumer == 4) {
+    const double q = tv / cv;
+    KNOT_EXPR_UNROLL for (int j = 0; j < L::kCount; ++j) rd.p[j] = (td.p[j] - q * cd.p[j]) / cv;
+    v = q;
+  } else {
+    const double q = cv / tv;
+    KNOT_EXPR_UNROLL for (int j = 0; j < L::kCount; ++j) rd.p[j] = (cd.p[j] - q * td.p[j]) / tv;
+    v = q;
+  }
+  rd.store(r.d.e);
+  r.v = v;
+}
+
+// One instruction on Dual registers, as hd_step (input loads aside); false for the ops left to the
+// generic switch.
+template <int W>
+KNOT_HD bool dual_step(const ExprInstr& in, Dual<double, Tangent<double, W>>* reg) {
   using D = Dual<double, Tangent<double, W>>;
+  using L = DualLanes<W>;
+  constexpr int C = L::kCount;
   D& r = reg[in.dst];
   const D& a = reg[in.a];
   const D& b = reg[in.b];
   const double av = a.v, bv = b.v, k = in.k;
+  L rd;
+  double v;
   switch (in.op) {
-    case ExprOp::State:
-      r = x[in.n];
-      return true;
-    case ExprOp::Control:
-      r = u[in.n];
-      return true;
-    case ExprOp::Add:
-      KNOT_EXPR_UNROLL for (int j = 0; j < W; ++j) r.d.e[j] = a.d.e[j] + b.d.e[j];
-      r.v = av + bv;
-      return true;
-    case ExprOp::Sub:
-      KNOT_EXPR_UNROLL for (int j = 0; j < W; ++j) r.d.e[j] = a.d.e[j] - b.d.e[j];
-      r.v = av - bv;
-      return true;
-    case ExprOp::Mul:
-      KNOT_EXPR_UNROLL for (int j = 0; j < W; ++j) r.d.e[j] = a.d.e[j] * bv + av * b.d.e[j];
-      r.v = av * bv;
-      return true;
-    case ExprOp::PowInt:
-      if (in.n != 2) return false;
-      KNOT_EXPR_UNROLL for (int j = 0; j < W; ++j) r.d.e[j] = a.d.e[j] * av + av * a.d.e[j];
-      r.v = av * av;
-      return true;
-    case ExprOp::Div: {
-      const double q = av / bv;
-      KNOT_EXPR_UNROLL for (int j = 0; j < W; ++j) r.d.e[j] = (a.d.e[j] - q * b.d.e[j]) / bv;
-      r.v = q;
-      return true;
+    case ExprOp::Add: {
+      const L ad(a.d.e), bd(b.d.e);
+      KNOT_EXPR_UNROLL for (int j = 0; j < C; ++j) rd.p[j] = ad.p[j] + bd.p[j];
+      v = av + bv;
+      break;
     }
-    case ExprOp::AddK:
-      KNOT_EXPR_UNROLL for (int j = 0; j < W; ++j) r.d.e[j] = a.d.e[j];
-      r.v = av + k;
-      return true;
-    case ExprOp::KSub:
-      KNOT_EXPR_UNROLL for (int j = 0; j < W; ++j) r.d.e[j] = -a.d.e[j];
-      r.v = k - av;
-      return true;
-    case ExprOp::Neg:
-      KNOT_EXPR_UNROLL for (int j = 0; j < W; ++j) r.d.e[j] = -a.d.e[j];
-      r.v = -av;
-      return true;
-    case ExprOp::MulK:
-      KNOT_EXPR_UNROLL for (int j = 0; j < W; ++j) r.d.e[j] = a.d.e[j] * k;
-      r.v = av * k;
-      return true;
-    case ExprOp::DivK:
-      KNOT_EXPR_UNROLL for (int j = 0; j < W; ++j) r.d.e[j] = a.d.e[j] / k;
-      r.v = av / k;
-      return true;
+    case ExprOp::Sub: {
+      const L ad(a.d.e), bd(b.d.e);
+      KNOT_EXPR_UNROLL for (int j = 0; j < C; ++j) rd.p[j] = ad.p[j] - bd.p[j];
+      v = av - bv;
+      break;
+    }
+    case ExprOp::Mul: {
+      const L ad(a.d.e), bd(b.d.e);
+      KNOT_EXPR_UNROLL for (int j = 0; j < C; ++j) rd.p[j] = ad.p[j] * bv + av * bd.p[j];
+      v = av * bv;
+      break;
+    }
+    case ExprOp::PowInt: {
+      if (in.n != 2) return false;
+      const L ad(a.d.e);
+      KNOT_EXPR_UNROLL for (int j = 0; j < C; ++j) rd.p[j] = ad.p[j] * av + av * ad.p[j];
+      v = av * av;
+      break;
+    }
+    case ExprOp::Div: {
+      const L ad(a.d.e), bd(b.d.e);
+      const double q = av / bv;
+      KNOT_EXPR_UNROLL for (int j = 0; j < C; ++j) rd.p[j] = (ad.p[j] - q * bd.p[j]) / bv;
+      v = q;
+      break;
+    }
+    case ExprOp::AddK: {
+      const L ad(a.d.e);
+      rd = ad;
+      v = av + k;
+      break;
+    }
+    case ExprOp::KSub: {
+      const L ad(a.d.e);
+      KNOT_EXPR_UNROLL for (int j = 0; j < C; ++j) rd.p[j] = -ad.p[j];
+      v = k - av;
+      break;
+    }
+    case ExprOp::Neg: {
+      const L ad(a.d.e);
+      KNOT_EXPR_UNROLL for (int j = 0; j < C; ++j) rd.p[j] = -ad.p[j];
+      v = -av;
+      break;
+    }
+    case ExprOp::MulK: {
+      const L ad(a.d.e);
+      KNOT_EXPR_UNROLL for (int j = 0; j < C; ++j) rd.p[j] = ad.p[j] * k;
+      v = av * k;
+      break;
+    }
+    case ExprOp::DivK: {
+      const L ad(a.d.e);
+      KNOT_EXPR_UNROLL for (int j = 0; j < C; ++j) rd.p[j] = ad.p[j] / k;
+      v = av / k;
+      break;
+    }
     case ExprOp::KDiv: {
+      const L ad(a.d.e);
       const double q = k / av, m = -q;
-      KNOT_EXPR_UNROLL for (int j = 0; j < W; ++j) r.d.e[j] = m * a.d.e[j] / av;
-      r.v = q;
-      return true;
+      KNOT_EXPR_UNROLL for (int j = 0; j < C; ++j) rd.p[j] = m * ad.p[j] / av;
+      v = q;
+      break;
     }
     case ExprOp::SinCos: {
       using std::cos;
       using std::sin;
+      const L ad(a.d.e);
       const double sn = sin(av), cs = cos(av), ms = -sn;
-      D& c = reg[in.b];
-      KNOT_EXPR_UNROLL for (int j = 0; j < W; ++j) {
-        const double da = a.d.e[j];
-        c.d.e[j] = ms * da;
-        r.d.e[j] = cs * da;
+      L cd;
+      KNOT_EXPR_UNROLL for (int j = 0; j < C; ++j) {
+        cd.p[j] = ms * ad.p[j];
+        rd.p[j] = cs * ad.p[j];
       }
+      D& c = reg[in.b];
+      cd.store(c.d.e);
       c.v = cs;
-      r.v = sn;
-      return true;
+      v = sn;
+      break;
     }
+    case ExprOp::MulAdd:
+      dual_fused<W, false, 0>(r, a, b, reg[in.n], k);
+      return true;
+    case ExprOp::MulSub:
+      dual_fused<W, false, 1>(r, a, b, reg[in.n], k);
+      return true;
+    case ExprOp::MulRSub:
+      dual_fused<W, false, 2>(r, a, b, reg[in.n], k);
+      return true;
+    case ExprOp::MulMul:
+      dual_fused<W, false, 3>(r, a, b, reg[in.n], k);
+      return true;
+    case ExprOp::MulDiv:
+      dual_fused<W, false, 4>(r, a, b, reg[in.n], k);
+      return true;
+    case ExprOp::MulRDiv:
+      dual_fused<W, false, 5>(r, a, b, reg[in.n], k);
+      return true;
+    case ExprOp::MulKAdd:
+      dual_fused<W, true, 0>(r, a, b, reg[in.n], k);
+      return true;
+    case ExprOp::MulKSub:
+      dual_fused<W, true, 1>(r, a, b, reg[in.n], k);
+      return true;
+    case ExprOp::MulKRSub:
+      dual_fused<W, true, 2>(r, a, b, reg[in.n], k);
+      return true;
+    case ExprOp::MulKMul:
+      dual_fused<W, true, 3>(r, a, b, reg[in.n], k);
+      return true;
+    case ExprOp::MulKDiv:
+      dual_fused<W, true, 4>(r, a, b, reg[in.n], k);
+      return true;
+    case ExprOp::MulKRDiv:
+      dual_fused<W, true, 5>(r, a, b, reg[in.n], k);
+      return true;
     default:
       return false;
   }
+  rd.store(r.d.e);
+  r.v = v;
+  return true;
 }
 
 #undef KNOT_EXPR_UNROLL
@@ -440,12 +676,16 @@ KNOT_HD bool dual_step(const ExprInstr& in, const Dual<double, Tangent<double, W
 // reg: tape.registers scratch values (kExprMaxRegisters always suffice).
 template <class S>
 KNOT_HD void evaluate(const ExprTape& tape, const S* x, const S* u, S* reg, S* out) {
-  for (int i = 0; i < tape.size; ++i) {
+  for (int i = 0; i < tape.loads; ++i) {
+    const ExprInstr& in = tape.code[i];
+    reg[in.dst] = (in.op == ExprOp::State ? x : u)[in.n];
+  }
+  for (int i = tape.loads; i < tape.size; ++i) {
     const ExprInstr& in = tape.code[i];
     if constexpr (expr_detail::kIsHyperDual<S>) {
       if (expr_detail::hd_step(in, x, u, reg)) continue;
     } else if constexpr (expr_detail::kDualWidth<S> > 0) {
-      if (expr_detail::dual_step(in, x, u, reg)) continue;
+      if (expr_detail::dual_step(in, reg)) continue;
     }
     // The arithmetic in this switch as well as in apply(): one dispatch for the common ops.
     S& r = reg[in.dst];
@@ -489,18 +729,55 @@ KNOT_HD void evaluate(const ExprTape& tape, const S* x, const S* u, S* reg, S* o
       case ExprOp::Neg:
         r = -reg[in.a];
         break;
+      case ExprOp::MulAdd:
+        r = reg[in.a] * reg[in.b] + reg[in.n];
+        break;
+      case ExprOp::MulSub:
+        r = reg[in.a] * reg[in.b] - reg[in.n];
+        break;
+      case ExprOp::MulRSub:
+        r = reg[in.n] - reg[in.a] * reg[in.b];
+        break;
+      case ExprOp::MulMul:
+        r = reg[in.a] * reg[in.b] * reg[in.n];
+        break;
+      case ExprOp::MulDiv:
+        r = reg[in.a] * reg[in.b] / reg[in.n];
+        break;
+      case ExprOp::MulRDiv:
+        r = reg[in.n] / (reg[in.a] * reg[in.b]);
+        break;
+      case ExprOp::MulKAdd:
+        r = reg[in.a] * in.k + reg[in.n];
+        break;
+      case ExprOp::MulKSub:
+        r = reg[in.a] * in.k - reg[in.n];
+        break;
+      case ExprOp::MulKRSub:
+        r = reg[in.n] - reg[in.a] * in.k;
+        break;
+      case ExprOp::MulKMul:
+        r = reg[in.a] * in.k * reg[in.n];
+        break;
+      case ExprOp::MulKDiv:
+        r = reg[in.a] * in.k / reg[in.n];
+        break;
+      case ExprOp::MulKRDiv:
+        r = reg[in.n] / (reg[in.a] * in.k);
+        break;
       case ExprOp::SinCos: {
-        // Written side by side so that the compiler computes both in one call, as it does for the
-        // built-in models' sin and cos of one angle. a is neither destination (it is read later).
+        // Written side by side on a copy of the operand, so that the compiler computes both in one
+        // call, as it does for the built-in models' sin and cos of one angle (a reference would be
+        // read again after the store of the cosine, which might alias it).
         using std::cos;
         using std::sin;
-        const S& a = reg[in.a];
+        const S a = reg[in.a];
         reg[in.b] = cos(a);
         r = sin(a);
         break;
       }
       default:
-        r = expr_detail::apply<S>(in, reg[in.a], reg[in.b]);
+        r = expr_detail::apply<S>(in, reg[in.a], reg[in.b]);  // not a fused op: those are above
         break;
     }
   }
@@ -554,7 +831,10 @@ struct CompiledExpressions {
   std::vector<ExprInstr> code;
   std::vector<std::uint8_t> outputs;
   int registers = 0;
-  ExprTape tape() const { return {code.data(), int(code.size()), outputs.data(), int(outputs.size()), registers}; }
+  int loads = 0;
+  ExprTape tape() const {
+    return {code.data(), int(code.size()), outputs.data(), int(outputs.size()), registers, loads};
+  }
 };
 
 // Compiles `outputs` (one tape output each, in order) against `symbols`. Errors throw ProblemError
