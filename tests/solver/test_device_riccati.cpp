@@ -132,13 +132,13 @@ const std::vector<LqSize> kSizes = {{4, 1, 20}, {14, 7, 64}, {3, 2, 1}, {12, 4, 
 
 // Relative error of x, u, lambda against LqSolver(Riccati). The host runs the square-root recursion
 // at most of these sizes (another order of operations), so the two agree to the conditioning of the
-// recursion times eps, not bitwise; 1e-12 is what the brief asks and what these well-scaled problems
-// meet (their worst is a few 1e-14).
+// recursion times eps, not bitwise; these well-scaled problems meet 1e-12 with room (the worst seen
+// is 2e-15).
 constexpr double kHostTol = 1e-12;
 // Normwise backward error in the dense KKT system (as test_lq_riccati's check of the host recursion).
 constexpr double kBackwardTol = 1e-13;
-// lq_kkt_residual within this many times kkt_rounding_level.
-constexpr double kRoundingFactor = 4;
+// lq_kkt_residual within kkt_rounding_level (a bound: these solves reach at most a tenth of it).
+constexpr double kRoundingFactor = 1;
 
 TEST(DeviceRiccati, MatchesLqSolverAndTheDenseKkt) {
   Rng rng(101);
