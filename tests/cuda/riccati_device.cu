@@ -45,7 +45,8 @@ std::string riccati_on_device(int nx, int nu, int N, int batch, int threads, con
                               const std::vector<T>& resolve_data, std::vector<T>& step,
                               std::vector<DeviceLqResult>& results) {
   const std::size_t per = LqView<T>::size(nx, nu, N);
-  if (batch < 1 || threads < 1 || data.size() != per * batch || (!resolve_data.empty() && resolve_data.size() != data.size()))
+  if (batch < 1 || threads < 1 || data.size() != per * batch ||
+      (!resolve_data.empty() && resolve_data.size() != data.size()))
     return "riccati_on_device: sizes do not match";
   step.assign(StepView<T>::size(nx, nu, N) * batch, T(0));
   results.assign(batch, DeviceLqResult{});

@@ -67,7 +67,8 @@ std::vector<T> random_batch(Rng& rng, int nx, int nu, int N, int batch) {
 // The same batch solved on the CPU by a SerialGroup, problem after problem.
 template <class T>
 std::vector<T> solve_on_host(int nx, int nu, int N, int batch, std::vector<T> data, std::vector<DeviceLqResult>& r) {
-  std::vector<T> step(StepView<T>::size(nx, nu, N) * batch), scratch(solver::device::riccati_scratch_size<T>(nx, nu, N));
+  std::vector<T> step(StepView<T>::size(nx, nu, N) * batch),
+      scratch(solver::device::riccati_scratch_size<T>(nx, nu, N));
   r.assign(batch, {});
   for (int p = 0; p < batch; ++p) {
     linalg::SerialGroup g;

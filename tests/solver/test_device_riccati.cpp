@@ -116,8 +116,8 @@ double max_abs(const std::vector<double>& v) {
 // such product.
 double kkt_rounding_level(const LqData& d, const LqSolution& s) {
   const double data = std::max({max_abs(d.A), max_abs(d.B), max_abs(d.Q), max_abs(d.R), max_abs(d.S), 1.0});
-  const double sol = std::max({max_abs(s.x), max_abs(s.u), max_abs(s.lambda), max_abs(d.c), max_abs(d.q),
-                               max_abs(d.r), max_abs(d.x_init)});
+  const double sol = std::max(
+      {max_abs(s.x), max_abs(s.u), max_abs(s.lambda), max_abs(d.c), max_abs(d.q), max_abs(d.r), max_abs(d.x_init)});
   return (2 * d.nx + d.nu + 1) * kEps * data * sol;
 }
 
@@ -127,8 +127,8 @@ double kkt_residual(const LqData& d, const LqSolution& s) {
 }
 
 // The sizes of the cross-checks: the brief's four, the smallest, and a few between.
-const std::vector<LqSize> kSizes = {{4, 1, 20}, {14, 7, 64}, {3, 2, 1}, {12, 4, 30}, {1, 1, 1},
-                                    {8, 1, 33}, {6, 3, 17}, {2, 7, 40}, {5, 5, 64}};
+const std::vector<LqSize> kSizes = {{4, 1, 20}, {14, 7, 64}, {3, 2, 1},  {12, 4, 30}, {1, 1, 1},
+                                    {8, 1, 33}, {6, 3, 17},  {2, 7, 40}, {5, 5, 64}};
 
 // Relative error of x, u, lambda against LqSolver(Riccati). The host runs the square-root recursion
 // at most of these sizes (another order of operations), so the two agree to the conditioning of the
@@ -285,12 +285,9 @@ TEST(DeviceRiccati, NonFiniteDataIsNonFinite) {
     double value;
   };
   const Poison cases[] = {
-      {"q", [](LqData& d) { return &d.q[13]; }, kNaN},
-      {"q_N", [](LqData& d) { return d.q_k(d.N); }, kNaN},
-      {"R", [](LqData& d) { return &d.R[3]; }, kNaN},
-      {"c", [](LqData& d) { return &d.c[7]; }, kNaN},
-      {"x_init", [](LqData& d) { return &d.x_init[1]; }, kNaN},
-      {"A", [](LqData& d) { return &d.A[30]; }, inf},
+      {"q", [](LqData& d) { return &d.q[13]; }, kNaN},          {"q_N", [](LqData& d) { return d.q_k(d.N); }, kNaN},
+      {"R", [](LqData& d) { return &d.R[3]; }, kNaN},           {"c", [](LqData& d) { return &d.c[7]; }, kNaN},
+      {"x_init", [](LqData& d) { return &d.x_init[1]; }, kNaN}, {"A", [](LqData& d) { return &d.A[30]; }, inf},
   };
   for (const Poison& c : cases) {
     LqData d = clean;

@@ -273,7 +273,7 @@ KNOT_HD DeviceLqResult forward(G& g, const LqView<T>& d, const StepView<T>& s, c
     T* uk = s.u_k(k);
     T* xn = s.x_k(k + 1);
     linalg::gemv<Trans::Yes>(u, nx, nu, T(1), w.Y_k(k, nx, nu), nx, x, T(1), uk);  // kt + Y'x
-    linalg::gemv<Trans::No>(u, nx, nx, T(1), d.A_k(k), nx, x, T(1), xn);            // c + A x
+    linalg::gemv<Trans::No>(u, nx, nx, T(1), d.A_k(k), nx, x, T(1), xn);           // c + A x
     linalg::gemv<Trans::No>(u, nx, nx, T(1), w.P_k(k, nx), nx, x, T(1), s.lambda_k(k));
     g.sync();
     // u = -L^-T (kt + Y'x): alpha = -1 negates exactly, as negating afterwards would.
