@@ -25,7 +25,7 @@ Status invalid(const char* what) { return Status{linalg::cuda::StatusCode::Inval
 // Doubles of one problem's iterate: x, u, lambda, z, s, y (the front of SqpArrays' carve order).
 std::size_t iterate_doubles(const device::BatchProblem& P) {
   return static_cast<std::size_t>(P.N + 1) * P.nx * 2 + static_cast<std::size_t>(P.N) * P.nu +
-         2 * static_cast<std::size_t>(device::ineq_total(P)) + static_cast<std::size_t>(device::eq_total(P));
+         2 * static_cast<std::size_t>(P.n_ineq) + static_cast<std::size_t>(P.n_eq);
 }
 
 // One problem per block: the staged iterate in, the solve, the iterate out (converted when T is float).
@@ -121,7 +121,7 @@ struct CudaBatch::Impl {
       std::memcpy(h_slices + p * slice_stride, data.slice.data(), slice_stride * sizeof(double));
       double* it = h_iterates + p * iterate_stride;
       std::memset(it, 0, iterate_stride * sizeof(double));
-      const double* x0 = device::initial_state(P, data.slice.data());
+      const double* x0 = data.slice.data() + P.x0;
       for (int k = 0; k <= P.N; ++k)
         for (int i = 0; i < P.nx; ++i) it[static_cast<std::size_t>(k) * P.nx + i] = x0[i];
     }

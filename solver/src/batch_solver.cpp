@@ -334,9 +334,9 @@ BatchSolver::BatchSolver(problems::Problem problem, int batch_size, const BatchO
         s.x = x;
         s.u = u;
         s.lambda.assign(x.size(), 0.0);
-        s.z.assign(static_cast<std::size_t>(device::ineq_total(P)), 0.0);
+        s.z.assign(static_cast<std::size_t>(P.n_ineq), 0.0);
         s.s = s.z;
-        s.y.assign(static_cast<std::size_t>(device::eq_total(P)), 0.0);
+        s.y.assign(static_cast<std::size_t>(P.n_eq), 0.0);
       }
     } else {
       m.devices.reserve(static_cast<std::size_t>(batch_size));
@@ -401,14 +401,14 @@ void BatchSolver::set_initial_state(int i, std::span<const double> x0) {
     throw std::invalid_argument("BatchSolver::set_initial_state: expected " +
                                 std::to_string(m.compiled().problem.nx) + " values, found " +
                                 std::to_string(x0.size()));
-  std::copy(x0.begin(), x0.end(), m.slice(i) + m.compiled().problem.x0_offset);
+  std::copy(x0.begin(), x0.end(), m.slice(i) + m.compiled().problem.x0);
 }
 
 void BatchSolver::set_reference(int i, std::string_view cost_name, const problems::Reference& ref) {
   Impl& m = *impl_;
   if (m.path != BatchPath::Solvers) {
     m.check(i);
-    device::set_slice_reference(m.compiled(), m.slice(i), cost_name, ref);
+    device::set_slice_reference(m.compiled(), m.slice(i), std::string(cost_name), ref.values);
     return;
   }
   Solver& s = m.at(i);
@@ -430,7 +430,7 @@ void BatchSolver::set_bounds(int i, std::string_view constraint_name, std::span<
                                   std::string(constraint_name) + "'");
     if (std::string why = bounds_mismatch(*box, lower, upper); !why.empty())
       throw std::invalid_argument("BatchSolver::set_bounds: constraint '" + std::string(constraint_name) + "': " + why);
-    device::set_slice_bounds(m.compiled(), m.slice(i), constraint_name, lower, upper);
+    device::set_slice_bounds(m.compiled(), m.slice(i), std::string(constraint_name), lower, upper);
     return;
   }
   for (problems::ConstraintTerm* c : m.boxes[static_cast<std::size_t>(i)]) {

@@ -146,9 +146,9 @@ DeviceSqp::DeviceSqp(const problems::Problem& problem, const SolverOptions& opti
   solution_.x.assign(static_cast<std::size_t>(P.N + 1) * P.nx, 0.0);
   solution_.u.assign(static_cast<std::size_t>(P.N) * P.nu, 0.0);
   solution_.lambda.assign(static_cast<std::size_t>(P.N + 1) * P.nx, 0.0);
-  solution_.z.assign(static_cast<std::size_t>(ineq_total(P)), 0.0);
-  solution_.s.assign(static_cast<std::size_t>(ineq_total(P)), 0.0);
-  solution_.y.assign(static_cast<std::size_t>(eq_total(P)), 0.0);
+  solution_.z.assign(static_cast<std::size_t>(P.n_ineq), 0.0);
+  solution_.s.assign(static_cast<std::size_t>(P.n_ineq), 0.0);
+  solution_.y.assign(static_cast<std::size_t>(P.n_eq), 0.0);
   std::snprintf(solution_.message_.data(), solution_.message_.size(), "%s", describe(Status::NotRun));
   std::vector<double> x, u;
   default_initial_guess(problem, x, u);
@@ -159,7 +159,7 @@ void DeviceSqp::set_initial_state(std::span<const double> x0) {
   if (x0.size() != static_cast<std::size_t>(data_.problem.nx))
     throw std::invalid_argument("DeviceSqp::set_initial_state: expected " + std::to_string(data_.problem.nx) +
                                 " values, found " + std::to_string(x0.size()));
-  std::copy(x0.begin(), x0.end(), slice_.begin() + data_.problem.x0_offset);
+  std::copy(x0.begin(), x0.end(), slice_.begin() + static_cast<std::ptrdiff_t>(data_.problem.x0));
 }
 
 void DeviceSqp::set_initial_guess(std::span<const double> x, std::span<const double> u) {

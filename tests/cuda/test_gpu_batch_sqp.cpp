@@ -69,7 +69,7 @@ Run run_gpu(const problems::Problem& p, const solver::SolverOptions& o, const st
   }
   for (std::size_t i = 0; i < x0.size(); ++i)
     for (std::size_t j = 0; j < x0[i].size(); ++j) {
-      r.batch->slice(int(i))[data.problem.x0_offset + j] = x0[i][j];
+      r.batch->slice(int(i))[data.problem.x0 + j] = x0[i][j];
       for (int k = 0; k <= p.horizon.N; ++k) r.batch->iterate(int(i))[std::size_t(k) * p.nx() + j] = x0[i][j];
     }
   const auto solved = r.batch->solve();

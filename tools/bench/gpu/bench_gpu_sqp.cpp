@@ -57,7 +57,7 @@ Timing time_solves(const problems::Problem& p, const solver::SolverOptions& o, i
     std::vector<double> x0 = p.x0;
     if (i > 0)
       for (double& v : x0) v += 0.01 * n(rng);
-    for (std::size_t j = 0; j < x0.size(); ++j) batch->slice(i)[data.problem.x0_offset + j] = x0[j];
+    for (std::size_t j = 0; j < x0.size(); ++j) batch->slice(i)[data.problem.x0 + j] = x0[j];
     guess[static_cast<std::size_t>(i)].assign(batch->iterate(i), batch->iterate(i) + batch->iterate_size());
     for (int k = 0; k <= p.horizon.N; ++k)
       std::copy(x0.begin(), x0.end(), guess[static_cast<std::size_t>(i)].begin() + std::size_t(k) * p.nx());

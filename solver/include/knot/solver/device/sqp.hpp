@@ -85,10 +85,11 @@ struct DeviceResult {
   double value[3] = {0, 0, 0};
 };
 
-// Scratch of one group member: a state (the trial points' next state) and the evaluations' own.
+// Scratch of one group member: linearize's layout, a state (a trial point's next state) followed
+// by the evaluations' own scratch.
 template <class T>
 KNOT_HD std::size_t member_work_size(const BatchProblem& P) {
-  return std::size_t(P.nx) + knot_work_size<T>(P);
+  return linearize_work_size<T>(P);
 }
 
 // One problem's arrays, carved from one block of scalars (size / carve below).
@@ -114,7 +115,7 @@ struct SqpArrays {
   T* work;        // group size times member_work_size: member r's part at r * member_work_size
 
   KNOT_HD static std::size_t size(const BatchProblem& P, int max_iter, int group_size) {
-    const std::size_t nx = P.nx, nu = P.nu, N = P.N, mi = ineq_total(P), me = eq_total(P), nw = nx + nu;
+    const std::size_t nx = P.nx, nu = P.nu, N = P.N, mi = P.n_ineq, me = P.n_eq, nw = nx + nu;
     std::size_t n = 0;
     n += (N + 1) * nx * 2 + N * nu + mi * 2 + me;                    // x, u, lambda, z, s, y
     n += LqView<T>::size(P.nx, P.nu, P.N) + (N + 1) * nx + N * nu;   // lq, grad
@@ -133,8 +134,8 @@ struct SqpArrays {
     a.nx = P.nx;
     a.nu = P.nu;
     a.N = P.N;
-    a.m_ineq = ineq_total(P);
-    a.m_eq = eq_total(P);
+    a.m_ineq = P.n_ineq;
+    a.m_eq = P.n_eq;
     a.max_iter = max_iter;
     const std::size_t nx = P.nx, nu = P.nu, N = P.N, mi = a.m_ineq, me = a.m_eq, nw = nx + nu;
     T* p = base;
@@ -230,9 +231,9 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
   const int rank = g.rank(), gs = g.size();
   const T eps = T(2.220446049250313e-16);
   T* my_work = a.work + std::size_t(rank) * member_work_size<T>(P);
-  const double* x0 = initial_state(P, slice);
-  const int* ioff = ineq_offsets(P, arena);
-  const int* eoff = eq_offsets(P, arena);
+  const double* x0 = slice + P.x0;
+  const int* ioff = arena_at<int>(arena, P.ineq_offset);
+  const int* eoff = arena_at<int>(arena, P.eq_offset);
 
   DeviceResult res;  // every member's copy; rank 0's is written out
   res.status = Status::NotRun;
@@ -445,9 +446,10 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
         else
           for (int i = 0; i < nx; ++i) part += abs_(xn[i] - xk[nx + i]);
       }
-      a.knot_cost[k] = knot_cost_value(P, arena, slice, k, xk, uk, my_work + nx);
-      knot_rows(P, arena, slice, RowKind::Inequality, k, xk, uk, a.ineq_trial + ioff[k], (T*)nullptr, my_work + nx);
-      knot_rows(P, arena, slice, RowKind::Equality, k, xk, uk, a.eq_trial + eoff[k], (T*)nullptr, my_work + nx);
+      a.knot_cost[k] = knot_cost(P, arena, slice, k, xk, uk, (T*)nullptr, (T*)nullptr, (T*)nullptr, (T*)nullptr,
+                                 (T*)nullptr, my_work + nx);
+      knot_rows(P, arena, slice, ConstraintSet::Inequality, k, xk, uk, a.ineq_trial + ioff[k], (T*)nullptr);
+      knot_rows(P, arena, slice, ConstraintSet::Equality, k, xk, uk, a.eq_trial + eoff[k], (T*)nullptr);
       a.partial[k] = part;
     }
     g.sync();
