@@ -2,7 +2,7 @@
 //
 // For every knot k (the group's strided loop; knot k written by member k mod g.size() alone):
 //   Q_k, q_k (and R_k, S_k, r_k for k < N)  = 0, then each cost term's gradient and Gauss-Newton
-//                                             Hessian (knot_cost); knot_cost[k] = the knot's cost
+//                                             Hessian (knot_cost); knot_costs[k] = the knot's cost
 //   A_k, B_k, c_k = F(x_k, u_k) - x_{k+1}     (step_jacobian; k < N)
 //   the inequality and equality rows of knot k and their Jacobian rows (knot_rows), at rows
 //   offset[k].. of ineq_value / ineq_jac (row-major, width nx + nu) and eq_value / eq_jac
@@ -15,7 +15,7 @@
 // stores NaN as its cost).
 //
 // Operands (LqView's layout, lq.hpp): x (N+1) x nx, u N x nu, both knot after knot; ineq_value
-// P.n_ineq, ineq_jac P.n_ineq x (nx + nu), eq_value P.n_eq, eq_jac P.n_eq x (nx + nu); knot_cost
+// P.n_ineq, ineq_jac P.n_ineq x (nx + nu), eq_value P.n_eq, eq_jac P.n_eq x (nx + nu); knot_costs
 // N + 1. work: g.size() * linearize_work_size(P) scalars, member r using the part at
 // r * linearize_work_size(P).
 #pragma once
@@ -38,7 +38,7 @@ KNOT_HD constexpr std::size_t linearize_work_size(const BatchProblem& P) {
 
 template <class G, class T>
 KNOT_HD bool linearize(G& g, const BatchProblem& P, const unsigned char* arena, const double* slice, const T* x,
-                       const T* u, LqView<T> lq, T* ineq_value, T* ineq_jac, T* eq_value, T* eq_jac, T* knot_cost,
+                       const T* u, LqView<T> lq, T* ineq_value, T* ineq_jac, T* eq_value, T* eq_jac, T* knot_costs,
                        T* work) {
   const int nx = P.nx, nu = P.nu, N = P.N, nw = nx + nu;
   const std::size_t nn = std::size_t(nx) * nx, uu = std::size_t(nu) * nu, ux = std::size_t(nu) * nx;
@@ -92,11 +92,11 @@ KNOT_HD bool linearize(G& g, const BatchProblem& P, const unsigned char* arena, 
         lq.x_init[i] = T(slice[P.x0 + i]) - x[i];
         ok = ok && detail::finite(lq.x_init[i]);
       }
-    knot_cost[k] = ok ? cost : T(NAN);
+    knot_costs[k] = ok ? cost : T(NAN);
   }
   g.sync();
   bool all = true;
-  for (int k = 0; k <= N; ++k) all = all && detail::finite(knot_cost[k]);
+  for (int k = 0; k <= N; ++k) all = all && detail::finite(knot_costs[k]);
   return all;
 }
 

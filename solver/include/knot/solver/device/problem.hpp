@@ -47,6 +47,9 @@ struct Problem;
 
 namespace knot::solver::device {
 
+namespace models = problems::models;
+namespace robot = problems::robot;
+
 enum class ModelKind : int {
   DoubleIntegrator,
   Pendulum,
@@ -356,7 +359,7 @@ KNOT_HD void identity_plus(int n, T alpha, const T* X, T* M) {
 struct StepLayout {
   std::size_t f, fx, fu, y, acc, ax, bu, sx, su, kx, ku, scratch, total;
   template <class T>
-  KNOT_HD static StepLayout make(int n, int m) {
+  KNOT_HD static constexpr StepLayout make(int n, int m) {
     StepLayout L{};
     const std::size_t nn = std::size_t(n) * n, nm = std::size_t(n) * m;
     std::size_t at = 0;
@@ -622,6 +625,12 @@ KNOT_HD void add_to(WeightForm form, int n, const double* w, T s, T* H) {
   for (int i = 0; i < n; ++i) H[i + std::size_t(i) * n] += s * w_at<T>(w, form, i);
 }
 
+// A reference row: nx, nu or 3 values.
+KNOT_HD constexpr std::size_t ref_scalars(const BatchProblem& P) {
+  const int n = P.nx > P.nu ? P.nx : P.nu;
+  return std::size_t(n > 3 ? n : 3);
+}
+
 template <class T>
 KNOT_HD void load(const double* src, int n, T* dst) {
   for (int i = 0; i < n; ++i) dst[i] = T(src[i]);
@@ -640,8 +649,7 @@ KNOT_HD constexpr std::size_t step_work_size(const BatchProblem& P) {
 // the end-effector point, its Jacobian (3 x nx) and the robot workspace.
 template <class T = double>
 KNOT_HD constexpr std::size_t knot_work_size(const BatchProblem& P) {
-  const std::size_t n = std::size_t(P.nx > P.nu ? P.nx : P.nu);
-  return n + 3 * std::size_t(P.nx) + 12 + detail::robot_ws_scalars<T>();
+  return detail::ref_scalars(P) + 3 * std::size_t(P.nx) + 12 + detail::robot_ws_scalars<T>();
 }
 
 // ---- evaluation ---------------------------------------------------------------------------------
@@ -673,7 +681,7 @@ KNOT_HD T knot_cost(const BatchProblem& P, const unsigned char* arena, const dou
   const CostRecord* rec = arena_at<CostRecord>(arena, P.costs);
   const int nx = P.nx;
   T* ref = work;
-  T* pos = ref + (P.nx > P.nu ? P.nx : P.nu);
+  T* pos = ref + detail::ref_scalars(P);
   T* J = pos + 3;
   T* rw = J + 3 * std::size_t(nx);  // r, W r, W J_b: 9
   T* ws = rw + 9;
