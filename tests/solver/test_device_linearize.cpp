@@ -173,7 +173,8 @@ HostReference host_linearize(const problems::Problem& p, const std::vector<doubl
 // operation for operation; what differs is the compiler's contraction of a * b + c into FMAs (-march
 // with FMA, GCC's default -ffp-contract=fast for C++), which moves a result by a few ulps of the
 // largest term it sums, and the manipulator's mass-matrix solve amplifies that by its condition
-// number. Counts the bitwise-equal values and keeps the largest normwise difference.
+// number. Built with -ffp-contract=off (CMAKE_CXX_FLAGS) every value of this test is bitwise the
+// host's. Counts the bitwise-equal values and keeps the largest normwise difference.
 struct Compare {
   std::size_t total = 0, bitwise = 0;
   double worst = 0;

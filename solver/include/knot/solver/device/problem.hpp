@@ -9,11 +9,13 @@
 // (host, device_problem.cpp) builds it from a Problem.
 //
 // The evaluation functions are KNOT_HD templates on the scalar T (double; float on the GPU). They
-// repeat the host objects' arithmetic in the same order, so that in double they give bit for bit
-// what Integrator::step_jacobian, CostTerm::accumulate and ConstraintTerm::jacobian give, with two
-// documented exceptions: models whose host adapter uses a hand-written Jacobian (car, unicycle,
-// double_integrator) are differentiated here by dual sweeps (equal to rounding; the host's seeded
-// RK4 chain is not used for them, as on the host), and the knot cost is summed per knot.
+// repeat the host objects' arithmetic operation for operation (Integrator::step_jacobian's schemes,
+// not explicit_step_jacobian's, which form some products differently), so that in double they give
+// what Integrator::step_jacobian, CostTerm::accumulate and ConstraintTerm::jacobian give: bit for bit
+// when the compiler contracts no multiply-adds (-ffp-contract=off; tests/solver/
+// test_device_linearize.cpp), else to rounding. Models whose host adapter has a hand-written Jacobian
+// (car, unicycle, double_integrator) are differentiated here by dual sweeps, which may differ from
+// it by rounding (double_integrator's are exact), and take RK4's chain products as the host does.
 //
 // Scratch is caller-owned: `step_work_size(P)` scalars T for step/step_jacobian, `knot_work_size(P)`
 // for knot_cost/knot_rows (the end-effector terms' kinematics). Nothing allocates or throws.
