@@ -295,7 +295,7 @@ void check_slice(const BatchProblemData& d, const double* slice, const char* who
 
 }  // namespace
 
-void set_slice_initial_state(const BatchProblemData& d, double* slice, const std::vector<double>& x0) {
+void set_slice_initial_state(const BatchProblemData& d, double* slice, std::span<const double> x0) {
   check_slice(d, slice, "set_slice_initial_state");
   if (x0.size() != static_cast<std::size_t>(d.problem.nx))
     throw std::invalid_argument("set_slice_initial_state: expected " + std::to_string(d.problem.nx) +
@@ -304,7 +304,7 @@ void set_slice_initial_state(const BatchProblemData& d, double* slice, const std
 }
 
 void set_slice_reference(const BatchProblemData& d, double* slice, const std::string& cost,
-                         const std::vector<double>& ref) {
+                         std::span<const double> ref) {
   check_slice(d, slice, "set_slice_reference");
   const int i = find_name(d.cost_names, cost);
   if (i < 0) throw std::invalid_argument("set_slice_reference: no cost named '" + cost + "'");
@@ -319,7 +319,7 @@ void set_slice_reference(const BatchProblemData& d, double* slice, const std::st
 }
 
 void set_slice_bounds(const BatchProblemData& d, double* slice, const std::string& constraint,
-                      const std::vector<double>& lower, const std::vector<double>& upper) {
+                      std::span<const double> lower, std::span<const double> upper) {
   check_slice(d, slice, "set_slice_bounds");
   const int i = find_name(d.ineq_names, constraint);
   const RowRecord* r = i < 0 ? nullptr : arena_at<RowRecord>(d.arena.data(), d.problem.ineq_terms) + i;

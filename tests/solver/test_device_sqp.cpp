@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "knot/linalg/threaded_group.hpp"
+#include "knot/problems/error.hpp"
 #include "knot/solver/device/device_sqp.hpp"
 #include "knot/solver/solver.hpp"
 #include "test_sqp_common.hpp"
@@ -74,6 +75,8 @@ TEST(DeviceSqp, AgreesWithSolverOnEveryConfigThatFits) {
     d.solve();
     EXPECT_EQ(disagreement(s.solution(), d.solution()), "") << name;
     EXPECT_EQ(s.solution().iterations, d.solution().iterations) << name;
+    std::printf("  %-32s %-18s %3d iterations  cost %.12g (Solver %.12g)\n", name.c_str(),
+                solver::to_string(d.solution().status), d.solution().iterations, d.solution().cost, s.solution().cost);
     // The final row's residuals are the device's own measurement of the answer.
     ASSERT_GT(d.rows().size(), 0u) << name;
     if (solver::is_solved(d.solution().status)) {
@@ -92,6 +95,7 @@ TEST(DeviceSqp, AgreesWithSolverOnRandomCartPoleStarts) {
   Solver s(p, o);
   DeviceSqp d(p, o);
   int solved = 0;
+  std::string statuses;
   const int n = kUnderSanitizer ? 4 : 30;
   for (const auto& x0 : cartpole_starts(n)) {
     std::vector<double> x, u;
@@ -104,9 +108,12 @@ TEST(DeviceSqp, AgreesWithSolverOnRandomCartPoleStarts) {
     d.set_initial_guess(x, u);
     d.solve();
     EXPECT_EQ(disagreement(s.solution(), d.solution()), "") << x0[0] << " " << x0[1];
+    EXPECT_EQ(s.solution().iterations, d.solution().iterations) << x0[0] << " " << x0[1];
     solved += solver::is_solved(d.solution().status);
+    statuses += std::string(solver::to_string(d.solution().status)) + " ";
   }
   EXPECT_GT(solved, n / 2);
+  std::printf("  statuses: %s\n", statuses.c_str());
 }
 
 // The results of solve_on for every group size, bit for bit.
@@ -186,7 +193,7 @@ TEST(DeviceSqp, RefusalsNameTheOptionOrTerm) {
   EXPECT_NE(solver::device::device_sqp_unsupported(p, o).find("time_limit"), std::string::npos);
   problems::Problem smooth = load_config("cartpole_swingup_smooth");
   EXPECT_NE(solver::device::device_sqp_unsupported(smooth, device_fit(smooth)).find("smooth"), std::string::npos);
-  EXPECT_THROW(DeviceSqp(smooth, device_fit(smooth)), problems::ProblemError);
+  EXPECT_THROW(DeviceSqp d(smooth, device_fit(smooth)), problems::ProblemError);
 }
 
 }  // namespace
