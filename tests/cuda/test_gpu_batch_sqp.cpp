@@ -52,14 +52,14 @@ std::vector<std::vector<double>> starts(const problems::Problem& p, int B) {
   return x0;
 }
 
-struct Run {
+struct GpuRun {
   std::unique_ptr<solver::cuda::CudaBatch> batch;
   std::string error;
 };
 
-Run run_gpu(const problems::Problem& p, const solver::SolverOptions& o, const std::vector<std::vector<double>>& x0,
+GpuRun run_gpu(const problems::Problem& p, const solver::SolverOptions& o, const std::vector<std::vector<double>>& x0,
             int threads, bool single) {
-  Run r;
+  GpuRun r;
   const solver::device::BatchProblemData data = solver::device::compile_batch_problem(p);
   const auto st = solver::cuda::CudaBatch::create(data, solver::device::device_options(o), int(x0.size()), threads,
                                                   single, &r.batch);
@@ -87,7 +87,7 @@ TEST(GpuBatchSqp, AgreesWithTheCpuDevicePathInDouble) {
     const problems::Problem p = load(name);
     const solver::SolverOptions o = device_fit(p);
     const auto x0 = starts(p, 8);
-    const Run g = run_gpu(p, o, x0, 0, false);
+    const GpuRun g = run_gpu(p, o, x0, 0, false);
     ASSERT_EQ(g.error, "");
     solver::device::DeviceSqp cpu(p, o);
     for (int i = 0; i < 8; ++i) {
@@ -114,9 +114,9 @@ TEST(GpuBatchSqp, FloatAgreesToItsPrecision) {
   o.tol_stationarity = o.tol_feasibility = o.tol_complementarity = 1e-4;
   o.tol_duality_gap = 1e-5;
   const auto x0 = starts(p, 4);
-  const Run g = run_gpu(p, o, x0, 0, true);
+  const GpuRun g = run_gpu(p, o, x0, 0, true);
   ASSERT_EQ(g.error, "");
-  const Run d = run_gpu(p, o, x0, 0, false);
+  const GpuRun d = run_gpu(p, o, x0, 0, false);
   ASSERT_EQ(d.error, "");
   for (int i = 0; i < 4; ++i) {
     EXPECT_TRUE(solver::is_solved(g.batch->result(i).status)) << i;
@@ -129,10 +129,10 @@ TEST(GpuBatchSqp, EveryBlockSizeGivesBitwiseTheSameSolve) {
   const problems::Problem p = load("pendulum_swingup");
   const solver::SolverOptions o = device_fit(p);
   const auto x0 = starts(p, 4);
-  const Run ref = run_gpu(p, o, x0, 32, false);
+  const GpuRun ref = run_gpu(p, o, x0, 32, false);
   ASSERT_EQ(ref.error, "");
   for (int threads : {1, 7, 64, 128, 256}) {
-    const Run r = run_gpu(p, o, x0, threads, false);
+    const GpuRun r = run_gpu(p, o, x0, threads, false);
     ASSERT_EQ(r.error, "") << threads;
     for (int i = 0; i < 4; ++i) {
       const std::size_t n = ref.batch->iterate_size();
@@ -149,10 +149,10 @@ TEST(GpuBatchSqp, NanInOneProblemLeavesTheOthersUnchanged) {
   const problems::Problem p = load("cartpole_swingup");
   const solver::SolverOptions o = device_fit(p);
   auto x0 = starts(p, 4);
-  const Run clean = run_gpu(p, o, x0, 0, false);
+  const GpuRun clean = run_gpu(p, o, x0, 0, false);
   ASSERT_EQ(clean.error, "");
   x0[2][1] = std::nan("");
-  const Run dirty = run_gpu(p, o, x0, 0, false);
+  const GpuRun dirty = run_gpu(p, o, x0, 0, false);
   ASSERT_EQ(dirty.error, "");
   EXPECT_EQ(dirty.batch->result(2).status, Status::NumericalError);
   for (int i : {0, 1, 3}) {

@@ -436,7 +436,7 @@ TEST(DeviceLinearize, SliceBoundsKeepTheRowLayout) {
   inf[0] = std::isfinite(hi[0]) ? std::numeric_limits<double>::infinity() : 1.0;
   EXPECT_THROW(solver::device::set_slice_bounds(d, slice.data(), box, lo, inf), std::invalid_argument);
   EXPECT_THROW(solver::device::set_slice_bounds(d, slice.data(), "no_such_box", lo, hi), std::invalid_argument);
-  EXPECT_THROW(solver::device::set_slice_reference(d, slice.data(), "no_such_cost", {1.0}), std::invalid_argument);
+  EXPECT_THROW(solver::device::set_slice_reference(d, slice.data(), "no_such_cost", std::vector<double>{1.0}), std::invalid_argument);
 }
 
 }  // namespace
