@@ -408,7 +408,7 @@ void BatchSolver::set_reference(int i, std::string_view cost_name, const problem
   Impl& m = *impl_;
   if (m.path != BatchPath::Solvers) {
     m.check(i);
-    device::set_slice_reference(m.compiled(), m.slice(i), std::string(cost_name), ref.values);
+    device::set_slice_reference(m.compiled(), m.slice(i), cost_name, ref.values);
     return;
   }
   Solver& s = m.at(i);
@@ -430,7 +430,7 @@ void BatchSolver::set_bounds(int i, std::string_view constraint_name, std::span<
                                   std::string(constraint_name) + "'");
     if (std::string why = bounds_mismatch(*box, lower, upper); !why.empty())
       throw std::invalid_argument("BatchSolver::set_bounds: constraint '" + std::string(constraint_name) + "': " + why);
-    device::set_slice_bounds(m.compiled(), m.slice(i), std::string(constraint_name), lower, upper);
+    device::set_slice_bounds(m.compiled(), m.slice(i), constraint_name, lower, upper);
     return;
   }
   for (problems::ConstraintTerm* c : m.boxes[static_cast<std::size_t>(i)]) {

@@ -282,7 +282,7 @@ BatchProblemData compile_batch_problem(const problems::Problem& p) {
 
 namespace {
 
-int find_name(const std::vector<std::string>& names, const std::string& name) {
+int find_name(const std::vector<std::string>& names, std::string_view name) {
   for (std::size_t i = 0; i < names.size(); ++i)
     if (names[i] == name) return static_cast<int>(i);
   return -1;
@@ -303,31 +303,31 @@ void set_slice_initial_state(const BatchProblemData& d, double* slice, std::span
   std::copy(x0.begin(), x0.end(), slice + d.problem.x0);
 }
 
-void set_slice_reference(const BatchProblemData& d, double* slice, const std::string& cost,
+void set_slice_reference(const BatchProblemData& d, double* slice, std::string_view cost,
                          std::span<const double> ref) {
   check_slice(d, slice, "set_slice_reference");
   const int i = find_name(d.cost_names, cost);
-  if (i < 0) throw std::invalid_argument("set_slice_reference: no cost named '" + cost + "'");
+  if (i < 0) throw std::invalid_argument("set_slice_reference: no cost named '" + std::string(cost) + "'");
   const CostRecord& r = arena_at<CostRecord>(d.arena.data(), d.problem.costs)[i];
   const std::size_t dim = static_cast<std::size_t>(r.dim), rows = static_cast<std::size_t>(r.ref_rows);
   if (ref.size() != dim && ref.size() != dim * rows)
-    throw std::invalid_argument("set_slice_reference: cost '" + cost + "' expects " + std::to_string(dim) +
+    throw std::invalid_argument("set_slice_reference: cost '" + std::string(cost) + "' expects " + std::to_string(dim) +
                                 " or " + std::to_string(dim * rows) + " values, found " + std::to_string(ref.size()));
   for (std::size_t row = 0; row < rows; ++row)
     for (std::size_t j = 0; j < dim; ++j)
       slice[r.ref + row * dim + j] = ref[ref.size() == dim ? j : row * dim + j];
 }
 
-void set_slice_bounds(const BatchProblemData& d, double* slice, const std::string& constraint,
+void set_slice_bounds(const BatchProblemData& d, double* slice, std::string_view constraint,
                       std::span<const double> lower, std::span<const double> upper) {
   check_slice(d, slice, "set_slice_bounds");
   const int i = find_name(d.ineq_names, constraint);
   const RowRecord* r = i < 0 ? nullptr : arena_at<RowRecord>(d.arena.data(), d.problem.ineq_terms) + i;
   if (r == nullptr || r->kind == RowKind::StateEquality)
-    throw std::invalid_argument("set_slice_bounds: no control_box or state_box named '" + constraint + "'");
+    throw std::invalid_argument("set_slice_bounds: no control_box or state_box named '" + std::string(constraint) + "'");
   const std::size_t n = static_cast<std::size_t>(r->count);
   if (lower.size() != n || upper.size() != n)
-    throw std::invalid_argument("set_slice_bounds: constraint '" + constraint + "' expects " + std::to_string(n) +
+    throw std::invalid_argument("set_slice_bounds: constraint '" + std::string(constraint) + "' expects " + std::to_string(n) +
                                 " values each, found " + std::to_string(lower.size()) + " and " +
                                 std::to_string(upper.size()));
   for (std::size_t j = 0; j < n; ++j) {
@@ -335,7 +335,7 @@ void set_slice_bounds(const BatchProblemData& d, double* slice, const std::strin
     const bool same = std::isfinite(lo) == std::isfinite(slice[r->lower + j]) &&
                       std::isfinite(hi) == std::isfinite(slice[r->upper + j]);
     if (std::isnan(lo) || std::isnan(hi) || lo > hi || lo == INFINITY || hi == -INFINITY || !same)
-      throw std::invalid_argument("set_slice_bounds: constraint '" + constraint + "' entry " + std::to_string(j) +
+      throw std::invalid_argument("set_slice_bounds: constraint '" + std::string(constraint) + "' entry " + std::to_string(j) +
                                   ": expected lower <= upper, each finite exactly where the compiled bound is");
   }
   std::copy(lower.begin(), lower.end(), slice + r->lower);

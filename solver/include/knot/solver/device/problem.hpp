@@ -26,6 +26,7 @@
 #include <cstring>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -145,12 +146,12 @@ std::string device_path_unsupported(const problems::Problem& p);
 // wrong size or an unknown name.
 void set_slice_initial_state(const BatchProblemData& d, double* slice, std::span<const double> x0);
 // ref: one row (dim values, for every knot) or as many rows as the compiled reference has.
-void set_slice_reference(const BatchProblemData& d, double* slice, const std::string& cost,
+void set_slice_reference(const BatchProblemData& d, double* slice, std::string_view cost,
                          std::span<const double> ref);
 // A control_box or state_box term (model_limits: its `<name>_state` / `<name>_control` terms): one
 // value per bounded entry; a bound must stay finite where the compiled one is finite and infinite
 // where it is infinite (the row layout is fixed at compilation).
-void set_slice_bounds(const BatchProblemData& d, double* slice, const std::string& constraint,
+void set_slice_bounds(const BatchProblemData& d, double* slice, std::string_view constraint,
                       std::span<const double> lower, std::span<const double> upper);
 
 // ---- arena access -------------------------------------------------------------------------------
