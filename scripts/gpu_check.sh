@@ -2,19 +2,21 @@
 # GPU check: on a machine with an NVIDIA GPU, build the GPU test binary and the GPU benchmark
 # (Release, sm_90, build/gpu), run the GPU tests, then time batched bdsv and pcg. Phase 3b/3c
 # builds, tests and times the batched LU and Cholesky (test_gpu_factor, knot_bench_gpu_factor).
+# Phase 6 (before the bdsv/pcg timings of phases 4 and 5) builds, tests and times the batched SQP (test_gpu_batch_sqp, knot_bench_gpu_sqp: iiwa14,
+# N 32..256, B 1..1024), and test_gpu_expression.
 #
 #   scripts/gpu_check.sh            # logs under $OUT when set, else build/gpu/logs
 #
 # Overrides (environment): GPU_CHECK_BUILD (build folder), GPU_CHECK_JOBS (default 16),
-# GPU_CHECK_BUDGET_S (default 345 s).
+# GPU_CHECK_BUDGET_S (default 470 s).
 #
-# Sized for a short loan of one H200 (16 cores): the whole script stops itself before 6 minutes,
+# Sized for a short loan of one H200 (16 cores): the whole script stops itself before 8 minutes,
 # each phase under `timeout` with what is left of that budget. Exit status: 0 when the tests ran on
 # the GPU and passed; 1 when a phase failed, timed out, or the GPU tests were skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-BUDGET_S=${GPU_CHECK_BUDGET_S:-345}
+BUDGET_S=${GPU_CHECK_BUDGET_S:-470}
 JOBS=${GPU_CHECK_JOBS:-16}
 BUILD=${GPU_CHECK_BUILD:-build/gpu}
 LOGS=${OUT:-$BUILD/logs}
@@ -128,6 +130,30 @@ if run_phase build_factor 60 cmake --build "$BUILD" -j "$JOBS" --target "${facto
     grep -E '^(LU|Cholesky) ' "$LOGS/bench_factor.log" 2>/dev/null | tee -a "$SUMMARY" || true
   else
     say "phase 3c: batched factorization benchmark skipped (no usable GPU or not built)"
+  fi
+fi
+
+# The batched SQP (issue 13): the device path's driver in one kernel per batch, one problem per
+# block. Its tests compare with the CPU device path; the benchmark times iiwa14.
+say "phase 6: batched SQP: build test_gpu_batch_sqp, test_gpu_expression and knot_bench_gpu_sqp"
+sqp_targets=(test_gpu_batch_sqp test_gpu_expression)
+[[ " ${targets[*]} " == *" knot_bench_gpu_linalg "* ]] && sqp_targets+=(knot_bench_gpu_sqp)
+if run_phase build_sqp 150 cmake --build "$BUILD" -j "$JOBS" --target "${sqp_targets[@]}"; then
+  run_phase tests_sqp 60 "$BUILD/tests/cuda/test_gpu_batch_sqp" --gtest_color=no \
+    --gtest_output="xml:$LOGS/test_gpu_batch_sqp.xml" || true
+  run_phase tests_expression 30 "$BUILD/tests/cuda/test_gpu_expression" --gtest_color=no || true
+  for log in tests_sqp tests_expression; do
+    if grep -q '^\[  SKIPPED \] Gpu' "$LOGS/$log.log" 2>/dev/null; then
+      say "$log: SKIPPED (no usable GPU)"
+      failed=1
+    fi
+    grep -E '^\[  (PASSED  |SKIPPED )\] [0-9]|^\[  FAILED  \] ' "$LOGS/$log.log" 2>/dev/null | grep -v ' ms)$' | tee -a "$SUMMARY" || true
+  done
+  bench_sqp="$BUILD/tools/bench/gpu/knot_bench_gpu_sqp"
+  if (( gpu_used )) && [ -x "$bench_sqp" ]; then
+    say "phase 6b: SQP of iiwa14 on the GPU by N and B (median of 3)"
+    run_phase bench_sqp 120 "$bench_sqp" --N 32,64,128,256 --B 1,16,128,1024 --reps 3 || true
+    grep -E '^SQP ' "$LOGS/bench_sqp.log" 2>/dev/null | tee -a "$SUMMARY" || true
   fi
 fi
 

@@ -8,6 +8,7 @@
 // the mutex, the condition variables and the counter are all fixed state.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <cstdint>
@@ -21,6 +22,7 @@
 #include "knot/problems/cost.hpp"
 #include "knot/problems/error.hpp"
 #include "knot/solver/batch.hpp"
+#include "knot/solver/device/device_sqp.hpp"
 #include "size_text.hpp"
 
 namespace knot::solver {
@@ -35,13 +37,26 @@ const char* to_string(BatchBackend backend) {
   return "unknown";
 }
 
-std::string batch_backend_unavailable(BatchBackend backend) {
+const char* to_string(BatchPath path) {
+  switch (path) {
+    case BatchPath::Auto:
+      return "auto";
+    case BatchPath::Solvers:
+      return "solvers";
+    case BatchPath::Device:
+      return "device";
+  }
+  return "unknown";
+}
+
+std::string batch_backend_unavailable(BatchBackend backend, BatchEngineFactory cuda_engine) {
   switch (backend) {
     case BatchBackend::Cpu:
       return {};
     case BatchBackend::Cuda:
-      return "backend cuda: the batched SQP has no CUDA path yet (docs/batch.md, \"What exists today\"); use "
-             "backend cpu";
+      if (cuda_engine != nullptr) return {};
+      return "backend cuda: this program was built without the CUDA batch (knot::solver_cuda, which needs nvcc "
+             "at build time); use backend cpu";
   }
   return "unknown batch backend " + std::to_string(static_cast<int>(backend));
 }
@@ -49,7 +64,11 @@ std::string batch_backend_unavailable(BatchBackend backend) {
 std::string BatchOptions::validate() const {
   if (backend != BatchBackend::Cpu && backend != BatchBackend::Cuda)
     return "backend must be cpu or cuda, found " + std::to_string(static_cast<int>(backend));
+  if (path != BatchPath::Auto && path != BatchPath::Solvers && path != BatchPath::Device)
+    return "path must be auto, solvers or device, found " + std::to_string(static_cast<int>(path));
   if (threads < 0) return "threads must be >= 0 (0: every core), found " + std::to_string(threads);
+  if (backend == BatchBackend::Cuda && path == BatchPath::Solvers)
+    return "path solvers runs on backend cpu only (backend cuda is the device path)";
   if (solver)
     if (std::string why = solver->validate(); !why.empty()) return "solver: " + why;
   return {};
@@ -104,11 +123,23 @@ std::string bounds_mismatch(const problems::BoxBounds& box, std::span<const doub
 
 struct BatchSolver::Impl {
   BatchBackend backend = BatchBackend::Cpu;
+  BatchPath path = BatchPath::Solvers;
+  std::string refusal;  // why Auto did not take the device path
+  problems::Problem problem;  // as given: the box terms' bounds that set_bounds checks against
+  int B = 0;
+  // ---- Solvers path
   std::vector<Solver> solvers;
   std::vector<std::string> shared_costs;   // reference-carrying costs the batch could not copy
   std::vector<std::exception_ptr> errors;  // one per problem, set only if its solve() threw
   // Problem i's box terms (its own copies, held by its Solver's problem), in the problem's order.
   std::vector<std::vector<problems::ConstraintTerm*>> boxes;
+  // ---- Device path: DeviceSqp per problem on the pool (cpu), or the engine (cuda)
+  std::vector<device::DeviceSqp> devices;
+  std::unique_ptr<BatchEngine> engine;
+  device::BatchProblemData data;       // the compiled problem (the engine's; devices hold their own)
+  std::vector<Solution> engine_solutions;
+  std::vector<Stats> device_stats;     // per problem, capacity max_iter + 1 rows
+  std::vector<double> seconds;         // cpu device path: each problem's solve time
 
   // ---- The pool.
   std::vector<std::thread> workers;
@@ -119,12 +150,22 @@ struct BatchSolver::Impl {
   bool stop = false;
   std::atomic<int> next{0};  // the next problem to hand out
 
+  void solve_one(int i) {
+    const std::size_t u = static_cast<std::size_t>(i);
+    if (path == BatchPath::Solvers) {
+      solvers[u].solve();
+      return;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    devices[u].solve();
+    seconds[u] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+
   void solve_problems() {
-    const int B = static_cast<int>(solvers.size());
     for (int i = next.fetch_add(1, std::memory_order_relaxed); i < B;
          i = next.fetch_add(1, std::memory_order_relaxed)) {
       try {
-        solvers[static_cast<std::size_t>(i)].solve();
+        solve_one(i);
       } catch (...) {
         errors[static_cast<std::size_t>(i)] = std::current_exception();
       }
@@ -168,11 +209,56 @@ struct BatchSolver::Impl {
     for (std::thread& t : workers) t.join();
   }
 
+  void check(int i) const {
+    if (i < 0 || i >= B)
+      throw std::out_of_range("BatchSolver: problem " + std::to_string(i) + " of a batch of " + std::to_string(B));
+  }
   Solver& at(int i) {
-    if (i < 0 || i >= static_cast<int>(solvers.size()))
-      throw std::out_of_range("BatchSolver: problem " + std::to_string(i) + " of a batch of " +
-                              std::to_string(solvers.size()));
+    check(i);
+    if (path != BatchPath::Solvers)
+      throw std::logic_error("BatchSolver: the batch runs on the device path, which has no Solver per problem");
     return solvers[static_cast<std::size_t>(i)];
+  }
+  const device::BatchProblemData& compiled() const { return engine ? data : devices.front().data(); }
+  double* slice(int i) {
+    check(i);
+    return engine ? engine->slice(i) : devices[static_cast<std::size_t>(i)].slice().data();
+  }
+  const problems::BoxBounds* box(std::string_view name) const {
+    for (const auto& c : problem.constraints)
+      if (c->box() != nullptr && c->info().name == name) return c->box();
+    return nullptr;
+  }
+
+  // The device path's rows of problem i -> its Stats (no allocation: per_iteration has max_iter + 1).
+  void fill_stats(int i, const device::DeviceResult& r, const IterationStats* rows, double total) {
+    Stats& st = device_stats[static_cast<std::size_t>(i)];
+    st.iterations = r.iterations;
+    st.rows = r.rows;
+    st.linsys = Linsys::Riccati;
+    st.lq_solves = r.lq_solves;
+    st.regularized = r.regularized;
+    st.restorations = r.restorations;
+    st.max_regularization = r.max_regularization;
+    st.time = PhaseTimes{};
+    st.time.total = total;
+    std::copy(rows, rows + r.rows, st.per_iteration.begin());
+  }
+
+  // The engine's problem i -> its Solution.
+  void publish_engine(int i) {
+    Solution& s = engine_solutions[static_cast<std::size_t>(i)];
+    const double* it = engine->iterate(i);
+    for (std::vector<double>* v : {&s.x, &s.u, &s.lambda, &s.z, &s.s, &s.y}) {
+      std::copy(it, it + v->size(), v->begin());
+      it += v->size();
+    }
+    const device::DeviceResult& r = engine->result(i);
+    s.cost = r.cost;
+    s.mu = r.mu;
+    s.status = r.status;
+    s.iterations = r.iterations;
+    device::format_device_message(r, s.message_.data(), s.message_.size());
   }
 };
 
@@ -184,10 +270,11 @@ BatchSolver::BatchSolver(problems::Problem problem, int batch_size, const BatchO
   if (batch_size < 1)
     throw std::invalid_argument("BatchSolver: batch_size must be >= 1, found " + std::to_string(batch_size));
   if (std::string why = options.validate(); !why.empty()) throw std::invalid_argument("BatchOptions: " + why);
-  if (std::string why = batch_backend_unavailable(options.backend); !why.empty())
+  if (std::string why = batch_backend_unavailable(options.backend, options.cuda_engine); !why.empty())
     throw std::invalid_argument("BatchSolver: " + why);
   Impl& m = *impl_;
   m.backend = options.backend;
+  m.B = batch_size;
   const SolverOptions solver_options = options.solver ? *options.solver : from_settings(problem.solver);
   // solver.memory_limit bounds the whole batch: B workspaces are allocated here, before any solve.
   const double need = estimate_workspace_bytes(problem, solver_options) * batch_size;
@@ -199,22 +286,67 @@ BatchSolver::BatchSolver(problems::Problem problem, int batch_size, const BatchO
                                  std::to_string(batch_size) + " problems that need about " + detail::bytes_text(need) +
                                      " (" + detail::sizes_text(problem) + ")",
                                  "raise solver.memory_limit, or solve a smaller batch");
-  for (const auto& c : problem.costs)
-    if (c->reference() != nullptr && own_copy(c) == c) m.shared_costs.push_back(c->info().name);
-  m.solvers.reserve(static_cast<std::size_t>(batch_size));
-  for (int i = 0; i < batch_size; ++i) {
-    problems::Problem copy = problem;
-    for (auto& c : copy.costs) c = own_copy(c);
-    std::vector<problems::ConstraintTerm*> boxes;
-    for (auto& c : copy.constraints) {
-      c = own_copy(c);
-      if (c->box() != nullptr) boxes.push_back(c.get());
-    }
-    m.boxes.push_back(std::move(boxes));
-    m.solvers.emplace_back(std::move(copy), solver_options);
-  }
+  problem.validate();
+  const std::string refusal = device::device_sqp_unsupported(problem, solver_options);
+  const bool device_path = options.backend == BatchBackend::Cuda || options.path == BatchPath::Device ||
+                           (options.path == BatchPath::Auto && refusal.empty());
+  if (device_path && !refusal.empty())
+    throw problems::ProblemError(problems::SourceLocation{problem.source, 0, 0}, "solver",
+                                 std::string("a problem the device path runs (backend ") + to_string(options.backend) +
+                                     ", path " + to_string(options.path) + ")",
+                                 refusal);
+  m.path = device_path ? BatchPath::Device : BatchPath::Solvers;
+  m.refusal = device_path ? std::string() : refusal;
   m.errors.resize(static_cast<std::size_t>(batch_size));
 
+  if (m.path == BatchPath::Solvers) {
+    for (const auto& c : problem.costs)
+      if (c->reference() != nullptr && own_copy(c) == c) m.shared_costs.push_back(c->info().name);
+    m.solvers.reserve(static_cast<std::size_t>(batch_size));
+    for (int i = 0; i < batch_size; ++i) {
+      problems::Problem copy = problem;
+      for (auto& c : copy.costs) c = own_copy(c);
+      std::vector<problems::ConstraintTerm*> boxes;
+      for (auto& c : copy.constraints) {
+        c = own_copy(c);
+        if (c->box() != nullptr) boxes.push_back(c.get());
+      }
+      m.boxes.push_back(std::move(boxes));
+      m.solvers.emplace_back(std::move(copy), solver_options);
+    }
+  } else {
+    m.device_stats.resize(static_cast<std::size_t>(batch_size));
+    for (Stats& st : m.device_stats) st.per_iteration.assign(static_cast<std::size_t>(solver_options.max_iter) + 1, {});
+    if (options.backend == BatchBackend::Cuda) {
+      m.data = device::compile_batch_problem(problem);
+      std::string error;
+      m.engine = options.cuda_engine(m.data, device::device_options(solver_options), batch_size, options.threads,
+                                     options.single, &error);
+      if (!m.engine) throw std::runtime_error("BatchSolver: backend cuda: " + error);
+      std::vector<double> x, u;
+      default_initial_guess(problem, x, u);
+      m.engine_solutions.resize(static_cast<std::size_t>(batch_size));
+      const device::BatchProblem& P = m.data.problem;
+      for (Solution& s : m.engine_solutions) {
+        s.nx = P.nx;
+        s.nu = P.nu;
+        s.N = P.N;
+        s.x = x;
+        s.u = u;
+        s.lambda.assign(x.size(), 0.0);
+        s.z.assign(static_cast<std::size_t>(P.n_ineq), 0.0);
+        s.s = s.z;
+        s.y.assign(static_cast<std::size_t>(P.n_eq), 0.0);
+      }
+    } else {
+      m.devices.reserve(static_cast<std::size_t>(batch_size));
+      for (int i = 0; i < batch_size; ++i) m.devices.emplace_back(problem, solver_options);
+      m.seconds.assign(static_cast<std::size_t>(batch_size), 0.0);
+    }
+  }
+  m.problem = std::move(problem);
+
+  if (m.engine) return;  // the GPU solves; no pool
   unsigned threads = options.threads > 0 ? static_cast<unsigned>(options.threads) : std::thread::hardware_concurrency();
   if (threads == 0) threads = 1;
   if (threads > static_cast<unsigned>(batch_size)) threads = static_cast<unsigned>(batch_size);
@@ -228,6 +360,20 @@ BatchSolver& BatchSolver::operator=(BatchSolver&&) noexcept = default;
 
 int BatchSolver::solve() {
   Impl& m = *impl_;
+  if (m.engine) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (std::string error = m.engine->solve(); !error.empty())
+      throw std::runtime_error("BatchSolver: backend cuda: " + error);
+    const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    int solved = 0;
+    for (int i = 0; i < m.B; ++i) {
+      m.publish_engine(i);
+      // The batch's wall clock: one kernel solves every problem at once.
+      m.fill_stats(i, m.engine->result(i), m.engine->rows(i), total);
+      solved += is_solved(m.engine_solutions[static_cast<std::size_t>(i)].status) ? 1 : 0;
+    }
+    return solved;
+  }
   m.solve_all();
   for (std::exception_ptr& e : m.errors)
     if (e) {
@@ -237,15 +383,36 @@ int BatchSolver::solve() {
       std::rethrow_exception(first);
     }
   int solved = 0;
-  for (const Solver& s : m.solvers) solved += is_solved(s.solution().status) ? 1 : 0;
+  for (int i = 0; i < m.B; ++i) {
+    if (m.path == BatchPath::Device) {
+      const device::DeviceSqp& d = m.devices[static_cast<std::size_t>(i)];
+      m.fill_stats(i, d.result(), d.rows().data(), m.seconds[static_cast<std::size_t>(i)]);
+    }
+    solved += is_solved(solution(i).status) ? 1 : 0;
+  }
   return solved;
 }
 
-void BatchSolver::set_initial_state(int i, std::span<const double> x0) { impl_->at(i).set_initial_state(x0); }
+void BatchSolver::set_initial_state(int i, std::span<const double> x0) {
+  Impl& m = *impl_;
+  if (m.path == BatchPath::Solvers) return m.at(i).set_initial_state(x0);
+  m.check(i);
+  if (x0.size() != static_cast<std::size_t>(m.compiled().problem.nx))
+    throw std::invalid_argument("BatchSolver::set_initial_state: expected " +
+                                std::to_string(m.compiled().problem.nx) + " values, found " +
+                                std::to_string(x0.size()));
+  std::copy(x0.begin(), x0.end(), m.slice(i) + m.compiled().problem.x0);
+}
 
 void BatchSolver::set_reference(int i, std::string_view cost_name, const problems::Reference& ref) {
-  Solver& s = impl_->at(i);
-  for (const std::string& name : impl_->shared_costs)
+  Impl& m = *impl_;
+  if (m.path != BatchPath::Solvers) {
+    m.check(i);
+    device::set_slice_reference(m.compiled(), m.slice(i), cost_name, ref.values);
+    return;
+  }
+  Solver& s = m.at(i);
+  for (const std::string& name : m.shared_costs)
     if (name == cost_name)
       throw std::invalid_argument("BatchSolver::set_reference: cost '" + name +
                                   "' is shared by the problems of the batch (its type cannot be copied per problem)");
@@ -254,8 +421,19 @@ void BatchSolver::set_reference(int i, std::string_view cost_name, const problem
 
 void BatchSolver::set_bounds(int i, std::string_view constraint_name, std::span<const double> lower,
                              std::span<const double> upper) {
-  impl_->at(i);
-  for (problems::ConstraintTerm* c : impl_->boxes[static_cast<std::size_t>(i)]) {
+  Impl& m = *impl_;
+  m.check(i);
+  if (m.path != BatchPath::Solvers) {
+    const problems::BoxBounds* box = m.box(constraint_name);
+    if (box == nullptr)
+      throw std::invalid_argument("BatchSolver::set_bounds: no control_box or state_box constraint named '" +
+                                  std::string(constraint_name) + "'");
+    if (std::string why = bounds_mismatch(*box, lower, upper); !why.empty())
+      throw std::invalid_argument("BatchSolver::set_bounds: constraint '" + std::string(constraint_name) + "': " + why);
+    device::set_slice_bounds(m.compiled(), m.slice(i), constraint_name, lower, upper);
+    return;
+  }
+  for (problems::ConstraintTerm* c : m.boxes[static_cast<std::size_t>(i)]) {
     if (c->info().name != constraint_name) continue;
     // The term is problem i's own, not const (made by own_copy); box() only hands out a const view.
     auto* box = const_cast<problems::BoxBounds*>(c->box());
@@ -270,25 +448,53 @@ void BatchSolver::set_bounds(int i, std::string_view constraint_name, std::span<
 }
 
 void BatchSolver::set_initial_guess(int i, std::span<const double> x, std::span<const double> u) {
-  impl_->at(i).set_initial_guess(x, u);
+  Impl& m = *impl_;
+  if (m.path == BatchPath::Solvers) return m.at(i).set_initial_guess(x, u);
+  m.check(i);
+  if (!m.engine) return m.devices[static_cast<std::size_t>(i)].set_initial_guess(x, u);
+  const device::BatchProblem& P = m.data.problem;
+  const std::size_t nxs = static_cast<std::size_t>(P.N + 1) * P.nx, nus = static_cast<std::size_t>(P.N) * P.nu;
+  if (x.size() != nxs || u.size() != nus)
+    throw std::invalid_argument("BatchSolver::set_initial_guess: expected " + std::to_string(nxs) + " and " +
+                                std::to_string(nus) + " values, found " + std::to_string(x.size()) + " and " +
+                                std::to_string(u.size()));
+  double* it = m.engine->iterate(i);
+  std::copy(x.begin(), x.end(), it);
+  std::copy(u.begin(), u.end(), it + nxs);
 }
 
 void BatchSolver::set_warm_start(int i, const problems::InitialGuess& guess) { impl_->at(i).set_warm_start(guess); }
 
 void BatchSolver::shift(int i) { impl_->at(i).shift(); }
 
-const Solution& BatchSolver::solution(int i) const { return impl_->at(i).solution(); }
-Status BatchSolver::status(int i) const { return impl_->at(i).solution().status; }
-const Stats& BatchSolver::stats(int i) const { return impl_->at(i).stats(); }
+const Solution& BatchSolver::solution(int i) const {
+  const Impl& m = *impl_;
+  m.check(i);
+  const std::size_t u = static_cast<std::size_t>(i);
+  if (m.path == BatchPath::Solvers) return m.solvers[u].solution();
+  return m.engine ? m.engine_solutions[u] : m.devices[u].solution();
+}
+Status BatchSolver::status(int i) const { return solution(i).status; }
+const Stats& BatchSolver::stats(int i) const {
+  const Impl& m = *impl_;
+  m.check(i);
+  const std::size_t u = static_cast<std::size_t>(i);
+  return m.path == BatchPath::Solvers ? m.solvers[u].stats() : m.device_stats[u];
+}
 const Solver& BatchSolver::solver(int i) const { return impl_->at(i); }
 
-int BatchSolver::size() const { return static_cast<int>(impl_->solvers.size()); }
-int BatchSolver::threads() const { return static_cast<int>(impl_->workers.size()) + 1; }
+int BatchSolver::size() const { return impl_->B; }
+int BatchSolver::threads() const {
+  return impl_->engine ? impl_->engine->threads() : static_cast<int>(impl_->workers.size()) + 1;
+}
 BatchBackend BatchSolver::backend() const { return impl_->backend; }
+BatchPath BatchSolver::path() const { return impl_->path; }
+const std::string& BatchSolver::device_path_refusal() const { return impl_->refusal; }
 
 std::size_t BatchSolver::bytes_allocated() const {
   std::size_t bytes = 0;
   for (const Solver& s : impl_->solvers) bytes += s.bytes_allocated();
+  for (const device::DeviceSqp& d : impl_->devices) bytes += d.bytes_allocated();
   return bytes;
 }
 

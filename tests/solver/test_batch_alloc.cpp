@@ -30,11 +30,19 @@ TEST(BatchAlloc, CounterCountsOtherThreadsAndConstruction) {
   EXPECT_GE(allocations_during([&] { solver::BatchSolver b(p, 3); }), 3);
 }
 
-void expect_allocation_free(const std::string& name, int B, int threads) {
-  SCOPED_TRACE(name);
+// device: the device path (Gauss-Newton, Riccati), which has no shift(): the steps move x0, the
+// references and the bounds only.
+void expect_allocation_free(const std::string& name, int B, int threads, bool device = false) {
+  SCOPED_TRACE(name + (device ? " (device path)" : ""));
   const problems::Problem p = load_config(name);
   solver::BatchOptions o;
   o.threads = threads;
+  if (device) {
+    o.solver = solver::from_settings(p.solver);
+    o.solver->hessian = solver::Hessian::GaussNewton;
+    o.solver->lq.linsys = solver::Linsys::Riccati;
+    o.path = solver::BatchPath::Device;
+  }
   solver::BatchSolver batch(p, B, o);
   ASSERT_EQ(batch.threads(), std::min(B, threads));
   const problems::CostTerm* tracked = nullptr;
@@ -66,7 +74,7 @@ void expect_allocation_free(const std::string& name, int B, int threads) {
           lower[0] -= 1e-3;
           batch.set_bounds(i, box->info().name, lower, upper);
         }
-        batch.shift(i);
+        if (!device) batch.shift(i);
       }
       batch.solve();
     }
@@ -80,6 +88,8 @@ TEST(BatchAlloc, SolveAllocatesNothing) {
   expect_allocation_free("unicycle_obstacles", 3, 3);
   expect_allocation_free("iiwa14_gravity_limits", 2, 2);
   expect_allocation_free("double_integrator_lqr", 5, 1);  // no pool threads: the caller alone
+  expect_allocation_free("pendulum_swingup", 3, 2, true);
+  expect_allocation_free("iiwa14_gravity_limits", 2, 2, true);
 }
 
 }  // namespace

@@ -7,6 +7,11 @@
 // file's own). Wall-clock time (UseRealTime: the pool's work is on other threads too); the counter
 // problems_per_s is the throughput, solved the problems that ended solved per call. The pool uses
 // every core (BatchOptions::threads = 0), reported as the counter threads.
+//
+// BatchPool and SeparateSolvers run the problem file's options (hessian auto: the solvers path).
+// DevicePool is the batch on the device path (device/sqp.hpp: the per-knot phases the GPU runs too),
+// which takes Gauss-Newton steps and the Riccati LQ; SeparateSolversGaussNewton is its like-for-like
+// reference, B Solvers with those same options.
 #include <benchmark/benchmark.h>
 
 #include <filesystem>
@@ -49,13 +54,26 @@ std::vector<std::vector<double>> guesses(const problems::Problem& p, const std::
   return gx;
 }
 
-void BatchPool(benchmark::State& state) {
+// The device path's options: the file's, with Gauss-Newton steps and the Riccati LQ.
+solver::SolverOptions gauss_newton(const problems::Problem& p) {
+  solver::SolverOptions o = solver::from_settings(p.solver);
+  o.hessian = solver::Hessian::GaussNewton;
+  o.lq.linsys = solver::Linsys::Riccati;
+  return o;
+}
+
+void pool(benchmark::State& state, bool device) {
   const problems::Problem p = load_config(kConfigs[state.range(0)]);
   const int B = static_cast<int>(state.range(1));
   const auto x0 = starts(p, B);
   const auto gx = guesses(p, x0);
   const std::vector<double> gu(static_cast<std::size_t>(p.horizon.N) * p.nu(), 0.0);
-  solver::BatchSolver batch(p, B);
+  solver::BatchOptions o;
+  if (device) {
+    o.path = solver::BatchPath::Device;
+    o.solver = gauss_newton(p);
+  }
+  solver::BatchSolver batch(p, B, o);
   int solved = 0;
   for (auto _ : state) {
     for (int i = 0; i < B; ++i) {
@@ -71,14 +89,15 @@ void BatchPool(benchmark::State& state) {
   state.counters["threads"] = batch.threads();
 }
 
-void SeparateSolvers(benchmark::State& state) {
+void separate(benchmark::State& state, bool gn) {
   const problems::Problem p = load_config(kConfigs[state.range(0)]);
   const int B = static_cast<int>(state.range(1));
   const auto x0 = starts(p, B);
   const auto gx = guesses(p, x0);
   const std::vector<double> gu(static_cast<std::size_t>(p.horizon.N) * p.nu(), 0.0);
   std::vector<std::unique_ptr<solver::Solver>> solvers;
-  for (int i = 0; i < B; ++i) solvers.push_back(std::make_unique<solver::Solver>(p));
+  for (int i = 0; i < B; ++i)
+    solvers.push_back(gn ? std::make_unique<solver::Solver>(p, gauss_newton(p)) : std::make_unique<solver::Solver>(p));
   int solved = 0;
   for (auto _ : state) {
     solved = 0;
@@ -102,7 +121,14 @@ void Sizes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"config", "B"})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
 }
 
+void BatchPool(benchmark::State& state) { pool(state, false); }
+void SeparateSolvers(benchmark::State& state) { separate(state, false); }
+void DevicePool(benchmark::State& state) { pool(state, true); }
+void SeparateSolversGaussNewton(benchmark::State& state) { separate(state, true); }
+
 BENCHMARK(BatchPool)->Apply(Sizes);
 BENCHMARK(SeparateSolvers)->Apply(Sizes);
+BENCHMARK(DevicePool)->Apply(Sizes);
+BENCHMARK(SeparateSolversGaussNewton)->Apply(Sizes);
 
 }  // namespace

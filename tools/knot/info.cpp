@@ -63,8 +63,11 @@ int run_info() {
     fmt::print("  GPU             none found (no NVIDIA driver lists one); not used by this build\n");
 #endif
   // What `knot solve --batch --backend` can run in this build.
-  const std::string cuda = solver::batch_backend_unavailable(solver::BatchBackend::Cuda);
-  fmt::print("  batch backends  cpu{}\n", cuda.empty() ? ", cuda" : " (cuda: not built yet, docs/batch.md)");
+#if KNOT_WITH_CUDA
+  fmt::print("  batch backends  cpu, cuda (the device path: docs/batch.md)\n");
+#else
+  fmt::print("  batch backends  cpu (cuda: this build has no nvcc)\n");
+#endif
   // The problem file's model.type values: the registry's, and `expression`, which the loader
   // builds from the file's own expressions rather than from the registry.
   std::string models;

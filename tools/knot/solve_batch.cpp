@@ -25,6 +25,9 @@
 #include "knot/problems/error.hpp"
 #include "knot/problems/loader.hpp"
 #include "knot/solver/batch.hpp"
+#if KNOT_WITH_CUDA
+#include "knot/solver/cuda/batch_cuda.hpp"
+#endif
 #include "output.hpp"
 #include "report.hpp"
 
@@ -129,6 +132,9 @@ int run_solve_batch(const SolveOptions& opt) {
   solver::BatchOptions options;
   options.backend = opt.backend == "cuda" ? solver::BatchBackend::Cuda : solver::BatchBackend::Cpu;
   options.threads = opt.threads;
+#if KNOT_WITH_CUDA
+  options.cuda_engine = solver::cuda::make_cuda_engine;
+#endif
   std::unique_ptr<solver::BatchSolver> batch;
   try {
     batch = std::make_unique<solver::BatchSolver>(problem, B, options);
@@ -137,6 +143,9 @@ int run_solve_batch(const SolveOptions& opt) {
     return kExitInput;
   } catch (const std::invalid_argument& e) {
     return usage(e.what());
+  } catch (const std::runtime_error& e) {  // the GPU could not be set up
+    fmt::print(stderr, "error: {}\n", e.what());
+    return kExitInput;
   }
   for (int i = 0; i < B; ++i) batch->set_initial_state(i, x0[static_cast<std::size_t>(i)]);
   const auto t0 = std::chrono::steady_clock::now();
@@ -161,6 +170,7 @@ int run_solve_batch(const SolveOptions& opt) {
     j["batch"] = B;
     j["backend"] = solver::to_string(batch->backend());
     j["threads"] = batch->threads();
+    j["path"] = solver::to_string(batch->path());
     j["vary"] = vary;
     j["solved"] = solved;
     nlohmann::ordered_json by_status = nlohmann::ordered_json::object();
@@ -200,6 +210,9 @@ int run_solve_batch(const SolveOptions& opt) {
                problem.horizon.N, problem.horizon.dt);
     fmt::print("batch            {} problems, backend {}, {} threads\n", B, solver::to_string(batch->backend()),
                batch->threads());
+    fmt::print("path             {}{}\n", solver::to_string(batch->path()),
+               batch->device_path_refusal().empty() ? std::string()
+                                                    : " (not the device path: " + batch->device_path_refusal() + ")");
     fmt::print("vary             {}\n", vary.c_str());
     fmt::print("statuses         {}\n", statuses.c_str());
     fmt::print("time             {:.3f} ms wall, {:.3f} ms per problem (one solve: mean {:.3f} ms, max {:.3f} ms)\n",

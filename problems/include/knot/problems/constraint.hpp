@@ -161,6 +161,8 @@ class StateEquality final : public ConstraintTerm {
   void evaluate(const StagePoint& p, double* g) const override;
   void jacobian(const StagePoint& p, double* g, double* gx, double* gu) const override;
   bool add_curvature(const StagePoint&, const double*, double*, int) const override { return true; }  // linear
+  const std::vector<int>& index() const { return index_; }
+  const std::vector<double>& target() const { return target_; }
 
  private:
   int nx_;

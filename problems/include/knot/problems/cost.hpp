@@ -124,6 +124,7 @@ class EndEffectorCost final : public CostTerm {
   const Reference* reference() const override { return &ref_; }
   void set_reference(Reference ref) override;
   int frame() const override { return frame_; }
+  const std::array<double, 3>& offset() const { return offset_; }  // the point, in frame coordinates
 
  private:
   std::shared_ptr<const Model> model_;

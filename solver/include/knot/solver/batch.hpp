@@ -6,9 +6,14 @@
 // same data, whatever the thread count. Per problem: the initial state, references, the bounds of
 // box constraints, the iterate. Model parameters are the batch's (one model for all).
 //
-// Backend cpu: B solver instances, solved on a pool of threads created with the BatchSolver; solve()
-// hands the problems out to the threads and waits for all of them. Backend cuda is not built yet:
-// asking for it throws at construction (never a CPU solve reported as cuda).
+// Two paths (BatchOptions::path). The solvers path: B Solver instances, every option and term Solver
+// has. The device path: the per-knot phases of device/sqp.hpp on the problem compiled to plain data
+// (device/problem.hpp), for the problems and options it fits (device_sqp_unsupported), the same
+// algorithm restated once for the CPU and the GPU; it agrees with Solver per problem (status, cost to
+// 1e-9; tests/solver/test_device_sqp.cpp). Backend cpu solves either path on a pool of threads
+// created with the BatchSolver: solve() hands the problems out to the threads and waits for all of
+// them. Backend cuda runs the device path on a GPU, one problem per thread block, through the engine
+// of knot::solver_cuda (BatchOptions::cuda_engine); never a CPU solve reported as cuda.
 //
 // Construction allocates everything (the pool's threads included); solve(), set_initial_state(),
 // set_reference() with an unchanged shape, set_bounds(), set_initial_guess(), set_warm_start() and shift() allocate
@@ -24,6 +29,8 @@
 
 #include "knot/problems/initial_guess.hpp"
 #include "knot/problems/problem.hpp"
+#include "knot/solver/device/problem.hpp"
+#include "knot/solver/device/sqp.hpp"
 #include "knot/solver/options.hpp"
 #include "knot/solver/solver.hpp"
 #include "knot/solver/stats.hpp"
@@ -34,12 +41,43 @@ namespace knot::solver {
 enum class BatchBackend { Cpu, Cuda };
 const char* to_string(BatchBackend backend);  // "cpu", "cuda"
 
-// Empty when this build can run `backend`, else why not (one sentence, naming the backend).
-std::string batch_backend_unavailable(BatchBackend backend);
+enum class BatchPath {
+  Auto,     // the device path where the problem and options fit it, else the solvers path
+  Solvers,  // B Solvers (backend cpu only)
+  Device,   // the device path; a problem or options it does not fit throw at construction
+};
+const char* to_string(BatchPath path);  // "auto", "solvers", "device"
+
+// The GPU's side of backend cuda: B problems of one compiled structure solved on the device.
+// knot::solver_cuda implements it (cuda::make_cuda_engine in knot/solver/cuda/batch_cuda.hpp), so
+// knot::solver itself never links CUDA; a program passes that factory in BatchOptions::cuda_engine.
+class BatchEngine {
+ public:
+  virtual ~BatchEngine() = default;
+  virtual double* slice(int i) = 0;          // problem i's per-problem values (the compiled slice layout)
+  virtual double* iterate(int i) = 0;        // x, u, lambda, z, s, y back to back, in double
+  virtual std::string solve() = 0;           // empty on success, else the failed call
+  virtual const device::DeviceResult& result(int i) const = 0;
+  virtual const IterationStats* rows(int i) const = 0;
+  virtual int threads() const = 0;           // threads per problem (the block size)
+  virtual std::size_t device_bytes() const = 0;
+};
+// Builds the engine for B problems or returns null with the reason in *error.
+using BatchEngineFactory = std::unique_ptr<BatchEngine> (*)(const device::BatchProblemData& data,
+                                                            const device::DeviceOptions& options, int batch,
+                                                            int threads, bool single, std::string* error);
+
+// Empty when this build can run `backend` (cuda: with the given engine factory), else why not (one
+// sentence, naming the backend).
+std::string batch_backend_unavailable(BatchBackend backend, BatchEngineFactory cuda_engine = nullptr);
 
 struct BatchOptions {
   BatchBackend backend = BatchBackend::Cpu;
+  BatchPath path = BatchPath::Auto;
   int threads = 0;  // cpu: worker threads (the calling thread among them); 0 = every core; capped at B
+                    // cuda: threads per block (0 = the engine's default)
+  bool single = false;  // cuda: solve in float
+  BatchEngineFactory cuda_engine = nullptr;  // cuda: knot::solver_cuda's cuda::make_cuda_engine
   // The options of every problem's SQP; unset: from the problem file's solver section (from_settings).
   std::optional<SolverOptions> solver;
 
@@ -83,6 +121,8 @@ class BatchSolver {
   void set_bounds(int i, std::string_view constraint_name, std::span<const double> lower,
                   std::span<const double> upper);
   void set_initial_guess(int i, std::span<const double> x, std::span<const double> u);
+  // The solvers path only (the device path starts every solve cold from the current x, u): on the
+  // device path these throw std::logic_error.
   void set_warm_start(int i, const problems::InitialGuess& guess);
   void shift(int i);
 
@@ -90,12 +130,17 @@ class BatchSolver {
   Status status(int i) const;
   const Stats& stats(int i) const;
   // Problem i's solver (its problem, offsets and options); its solve() may be called directly.
+  // The solvers path only: on the device path this throws std::logic_error.
   const Solver& solver(int i) const;
 
   int size() const;     // B
   int threads() const;  // threads that solve (cpu: the pool's workers plus the calling thread)
   BatchBackend backend() const;
-  // Heap bytes of the B solvers' workspaces (Solver::bytes_allocated, summed).
+  BatchPath path() const;  // Solvers or Device, Auto resolved
+  // Why the device path was not taken (Auto on a problem it does not fit), or empty.
+  const std::string& device_path_refusal() const;
+  // Heap bytes of the B solvers' workspaces (Solver::bytes_allocated, summed), or of the device
+  // path's arrays (host; the GPU's device memory besides).
   std::size_t bytes_allocated() const;
 
  private:

@@ -1,0 +1,228 @@
+// CudaBatch (knot/solver/cuda/batch_cuda.hpp): the batched SQP kernel, its memory and its graph.
+#include <cuda_runtime.h>
+
+#include <cstring>
+#include <new>
+#include <vector>
+
+#include "knot/linalg/cuda/group.cuh"
+#include "knot/solver/cuda/batch_cuda.hpp"
+
+namespace knot::solver::cuda {
+namespace {
+
+Status cuda_error(cudaError_t e, const char* what) {
+  return Status{linalg::cuda::StatusCode::CudaError, static_cast<int>(e), what};
+}
+Status invalid(const char* what) { return Status{linalg::cuda::StatusCode::InvalidArgument, 0, what}; }
+
+#define KNOT_BATCH_TRY(call, what)                         \
+  do {                                                     \
+    const cudaError_t knot_e_ = (call);                    \
+    if (knot_e_ != cudaSuccess) return cuda_error(knot_e_, what); \
+  } while (0)
+
+// Doubles of one problem's iterate: x, u, lambda, z, s, y (the front of SqpArrays' carve order).
+std::size_t iterate_doubles(const device::BatchProblem& P) {
+  return static_cast<std::size_t>(P.N + 1) * P.nx * 2 + static_cast<std::size_t>(P.N) * P.nu +
+         2 * static_cast<std::size_t>(P.n_ineq) + static_cast<std::size_t>(P.n_eq);
+}
+
+// One problem per block: the staged iterate in, the solve, the iterate out (converted when T is float).
+template <class T>
+__global__ void batch_sqp_kernel(device::BatchProblem P, const unsigned char* arena, const double* slices,
+                                 std::size_t slice_stride, device::DeviceOptions o, T* arrays,
+                                 std::size_t array_stride, double* iterates, std::size_t iterate_stride,
+                                 device::DeviceResult* results, IterationStats* rows, int batch) {
+  const int p = static_cast<int>(blockIdx.x);
+  if (p >= batch) return;  // the whole block leaves together
+  linalg::BlockGroup g;
+  const device::SqpArrays<T> a = device::SqpArrays<T>::carve(P, o.max_iter, arrays + p * array_stride);
+  double* it = iterates + p * iterate_stride;
+  for (std::size_t i = g.rank(); i < iterate_stride; i += g.size()) a.x[i] = T(it[i]);
+  g.sync();
+  device::sqp_solve(g, P, arena, slices + p * slice_stride, o, a, results + p,
+                    rows + static_cast<std::size_t>(p) * (o.max_iter + 1));
+  for (std::size_t i = g.rank(); i < iterate_stride; i += g.size()) it[i] = double(a.x[i]);
+}
+
+}  // namespace
+
+struct CudaBatch::Impl {
+  device::BatchProblemData data;
+  device::DeviceOptions options;
+  int batch = 0, threads = 0;
+  bool single = false;
+  std::size_t slice_stride = 0, iterate_stride = 0, array_stride = 0;
+  // Device
+  unsigned char* d_arena = nullptr;
+  double* d_slices = nullptr;
+  double* d_iterates = nullptr;
+  void* d_arrays = nullptr;
+  device::DeviceResult* d_results = nullptr;
+  IterationStats* d_rows = nullptr;
+  // Pinned host staging
+  double* h_slices = nullptr;
+  double* h_iterates = nullptr;
+  device::DeviceResult* h_results = nullptr;
+  IterationStats* h_rows = nullptr;
+  cudaStream_t stream = nullptr;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  std::size_t bytes = 0;
+
+  ~Impl() {
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+    if (stream) cudaStreamDestroy(stream);
+    cudaFree(d_arena);
+    cudaFree(d_slices);
+    cudaFree(d_iterates);
+    cudaFree(d_arrays);
+    cudaFree(d_results);
+    cudaFree(d_rows);
+    cudaFreeHost(h_slices);
+    cudaFreeHost(h_iterates);
+    cudaFreeHost(h_results);
+    cudaFreeHost(h_rows);
+  }
+
+  template <class T>
+  Status allocate_and_capture() {
+    const device::BatchProblem& P = data.problem;
+    array_stride = device::SqpArrays<T>::size(P, options.max_iter, threads);
+    const std::size_t B = static_cast<std::size_t>(batch), rows_per = static_cast<std::size_t>(options.max_iter) + 1;
+    const auto dmalloc = [&](auto** ptr, std::size_t n, const char* what) -> Status {
+      KNOT_BATCH_TRY(cudaMalloc(reinterpret_cast<void**>(ptr), n), what);
+      bytes += n;
+      return {};
+    };
+    Status st;
+    if (!(st = dmalloc(&d_arena, data.arena.size() + 1, "cudaMalloc(arena)")).ok()) return st;
+    if (!(st = dmalloc(&d_slices, B * slice_stride * sizeof(double) + 8, "cudaMalloc(slices)")).ok()) return st;
+    if (!(st = dmalloc(&d_iterates, B * iterate_stride * sizeof(double) + 8, "cudaMalloc(iterates)")).ok()) return st;
+    if (!(st = dmalloc(reinterpret_cast<T**>(&d_arrays), B * array_stride * sizeof(T), "cudaMalloc(arrays)")).ok())
+      return st;
+    if (!(st = dmalloc(&d_results, B * sizeof(device::DeviceResult), "cudaMalloc(results)")).ok()) return st;
+    if (!(st = dmalloc(&d_rows, B * rows_per * sizeof(IterationStats), "cudaMalloc(rows)")).ok()) return st;
+    KNOT_BATCH_TRY(cudaMallocHost(reinterpret_cast<void**>(&h_slices), B * slice_stride * sizeof(double) + 8),
+                   "cudaMallocHost(slices)");
+    KNOT_BATCH_TRY(cudaMallocHost(reinterpret_cast<void**>(&h_iterates), B * iterate_stride * sizeof(double) + 8),
+                   "cudaMallocHost(iterates)");
+    KNOT_BATCH_TRY(cudaMallocHost(reinterpret_cast<void**>(&h_results), B * sizeof(device::DeviceResult)),
+                   "cudaMallocHost(results)");
+    KNOT_BATCH_TRY(cudaMallocHost(reinterpret_cast<void**>(&h_rows), B * rows_per * sizeof(IterationStats)),
+                   "cudaMallocHost(rows)");
+    if (!data.arena.empty())
+      KNOT_BATCH_TRY(cudaMemcpy(d_arena, data.arena.data(), data.arena.size(), cudaMemcpyHostToDevice),
+                     "cudaMemcpy(arena)");
+    // Default starting points: the file's slice and x0 at every knot, u = 0, multipliers zero.
+    for (std::size_t p = 0; p < B; ++p) {
+      std::memcpy(h_slices + p * slice_stride, data.slice.data(), slice_stride * sizeof(double));
+      double* it = h_iterates + p * iterate_stride;
+      std::memset(it, 0, iterate_stride * sizeof(double));
+      const double* x0 = data.slice.data() + P.x0;
+      for (int k = 0; k <= P.N; ++k)
+        for (int i = 0; i < P.nx; ++i) it[static_cast<std::size_t>(k) * P.nx + i] = x0[i];
+    }
+    // The solve's per-thread stack: the driver's scalar state and the evaluations' locals.
+    KNOT_BATCH_TRY(cudaDeviceSetLimit(cudaLimitStackSize, 16 * 1024), "cudaDeviceSetLimit(stack)");
+    KNOT_BATCH_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    KNOT_BATCH_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    cudaMemcpyAsync(d_slices, h_slices, B * slice_stride * sizeof(double), cudaMemcpyHostToDevice, stream);
+    cudaMemcpyAsync(d_iterates, h_iterates, B * iterate_stride * sizeof(double), cudaMemcpyHostToDevice, stream);
+    batch_sqp_kernel<T><<<batch, threads, 0, stream>>>(P, d_arena, d_slices, slice_stride, options,
+                                                       static_cast<T*>(d_arrays), array_stride, d_iterates,
+                                                       iterate_stride, d_results, d_rows, batch);
+    const cudaError_t launch = cudaGetLastError();
+    cudaMemcpyAsync(h_iterates, d_iterates, B * iterate_stride * sizeof(double), cudaMemcpyDeviceToHost, stream);
+    cudaMemcpyAsync(h_results, d_results, B * sizeof(device::DeviceResult), cudaMemcpyDeviceToHost, stream);
+    cudaMemcpyAsync(h_rows, d_rows, B * rows_per * sizeof(IterationStats), cudaMemcpyDeviceToHost, stream);
+    const cudaError_t end = cudaStreamEndCapture(stream, &graph);
+    if (launch != cudaSuccess) return cuda_error(launch, "batch_sqp_kernel launch (capture)");
+    if (end != cudaSuccess) return cuda_error(end, "cudaStreamEndCapture");
+    KNOT_BATCH_TRY(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+    return {};
+  }
+};
+
+CudaBatch::CudaBatch() : impl_(new Impl) {}
+CudaBatch::~CudaBatch() = default;
+
+Status CudaBatch::create(const device::BatchProblemData& data, const device::DeviceOptions& options, int batch,
+                         int threads, bool single, std::unique_ptr<CudaBatch>* out) {
+  if (out == nullptr) return invalid("CudaBatch::create: out is null");
+  if (batch < 1) return invalid("CudaBatch::create: batch must be >= 1");
+  if (threads == 0) threads = kDefaultBatchThreads;
+  if (threads < 1 || threads > kMaxBatchThreads) return invalid("CudaBatch::create: threads must be in 1..256");
+  int count = 0;
+  KNOT_BATCH_TRY(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+  if (count < 1) return invalid("CudaBatch::create: no CUDA device");
+  std::unique_ptr<CudaBatch> b(new (std::nothrow) CudaBatch);
+  if (!b) return invalid("CudaBatch::create: out of host memory");
+  Impl& m = *b->impl_;
+  m.data = data;
+  m.options = options;
+  m.batch = batch;
+  m.threads = threads;
+  m.single = single;
+  m.slice_stride = data.slice.size();
+  m.iterate_stride = iterate_doubles(data.problem);
+  const Status st = single ? m.allocate_and_capture<float>() : m.allocate_and_capture<double>();
+  if (!st.ok()) return st;
+  *out = std::move(b);
+  return {};
+}
+
+int CudaBatch::size() const { return impl_->batch; }
+int CudaBatch::threads() const { return impl_->threads; }
+bool CudaBatch::single() const { return impl_->single; }
+double* CudaBatch::slice(int i) { return impl_->h_slices + static_cast<std::size_t>(i) * impl_->slice_stride; }
+double* CudaBatch::iterate(int i) { return impl_->h_iterates + static_cast<std::size_t>(i) * impl_->iterate_stride; }
+std::size_t CudaBatch::iterate_size() const { return impl_->iterate_stride; }
+const device::DeviceResult& CudaBatch::result(int i) const { return impl_->h_results[i]; }
+const IterationStats* CudaBatch::rows(int i) const {
+  return impl_->h_rows + static_cast<std::size_t>(i) * (static_cast<std::size_t>(impl_->options.max_iter) + 1);
+}
+std::size_t CudaBatch::device_bytes() const { return impl_->bytes; }
+
+Status CudaBatch::solve() {
+  KNOT_BATCH_TRY(cudaGraphLaunch(impl_->exec, impl_->stream), "cudaGraphLaunch");
+  KNOT_BATCH_TRY(cudaStreamSynchronize(impl_->stream), "cudaStreamSynchronize (batch_sqp_kernel)");
+  return {};
+}
+
+namespace {
+
+class CudaEngine final : public BatchEngine {
+ public:
+  explicit CudaEngine(std::unique_ptr<CudaBatch> b) : b_(std::move(b)) {}
+  double* slice(int i) override { return b_->slice(i); }
+  double* iterate(int i) override { return b_->iterate(i); }
+  std::string solve() override {
+    const Status st = b_->solve();
+    return st.ok() ? std::string() : linalg::cuda::to_string(st);
+  }
+  const device::DeviceResult& result(int i) const override { return b_->result(i); }
+  const IterationStats* rows(int i) const override { return b_->rows(i); }
+  int threads() const override { return b_->threads(); }
+  std::size_t device_bytes() const override { return b_->device_bytes(); }
+
+ private:
+  std::unique_ptr<CudaBatch> b_;
+};
+
+}  // namespace
+
+std::unique_ptr<BatchEngine> make_cuda_engine(const device::BatchProblemData& data, const device::DeviceOptions& options,
+                                              int batch, int threads, bool single, std::string* error) {
+  std::unique_ptr<CudaBatch> b;
+  const Status st = CudaBatch::create(data, options, batch, threads, single, &b);
+  if (!st.ok()) {
+    if (error) *error = linalg::cuda::to_string(st);
+    return nullptr;
+  }
+  return std::make_unique<CudaEngine>(std::move(b));
+}
+
+}  // namespace knot::solver::cuda

@@ -1,0 +1,800 @@
+// The flat, device-copyable problem description of the batched SQP (docs/batch.md) and its per-knot
+// evaluation: the integrator step with its Jacobians, a knot's cost with gradient and Gauss-Newton
+// Hessian, and a knot's constraint rows with their Jacobians.
+//
+// A BatchProblem holds sizes and offsets only: byte offsets into one shared `arena` (the model's
+// parameter struct, the weights, the term records, the row offsets) and double offsets into a
+// per-problem `slice` (x0, every reference, every bound), so the same bytes are valid on the host
+// and in device memory and a batch is one arena plus one slice per problem. compile_batch_problem
+// (host, device_problem.cpp) builds it from a Problem.
+//
+// The evaluation functions are KNOT_HD templates on the scalar T (double; float on the GPU). They
+// repeat the host objects' arithmetic operation for operation (Integrator::step_jacobian's schemes,
+// not explicit_step_jacobian's, which form some products differently), so that in double they give
+// what Integrator::step_jacobian, CostTerm::accumulate and ConstraintTerm::jacobian give: bit for bit
+// when the compiler contracts no multiply-adds (-ffp-contract=off; tests/solver/
+// test_device_linearize.cpp), else to rounding. Models whose host adapter has a hand-written Jacobian
+// (car, unicycle, double_integrator) are differentiated here by dual sweeps, which may differ from
+// it by rounding (double_integrator's are exact), and take RK4's chain products as the host does.
+//
+// Scratch is caller-owned: `step_work_size(P)` scalars T for step/step_jacobian, `knot_work_size(P)`
+// for knot_cost/knot_rows (the end-effector terms' kinematics). Nothing allocates or throws.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "knot/linalg/config.hpp"
+#include "knot/problems/dual.hpp"
+#include "knot/problems/integrator.hpp"
+#include "knot/problems/models/acrobot.hpp"
+#include "knot/problems/models/car.hpp"
+#include "knot/problems/models/cartpole.hpp"
+#include "knot/problems/models/chain_of_masses.hpp"
+#include "knot/problems/models/double_integrator.hpp"
+#include "knot/problems/models/linear.hpp"
+#include "knot/problems/models/pendulum.hpp"
+#include "knot/problems/models/quadrotor.hpp"
+#include "knot/problems/models/unicycle.hpp"
+#include "knot/problems/robot/dynamics.hpp"
+#include "knot/problems/robot/robot_data.hpp"
+
+namespace knot::problems {
+struct Problem;
+}
+
+namespace knot::solver::device {
+
+namespace models = problems::models;
+namespace robot = problems::robot;
+
+enum class ModelKind : int {
+  DoubleIntegrator,
+  Pendulum,
+  Cartpole,
+  Acrobot,
+  Quadrotor,
+  Unicycle,
+  Car,
+  ChainOfMasses,
+  Linear,
+  Manipulator,
+};
+
+enum class CostKind : int { State, Control, EndEffector };
+enum class RowKind : int { ControlBox, StateBox, StateEquality };
+enum class WeightForm : int { Scalar, Diagonal, Dense };  // problems::Weight::Form
+enum class Stages : int { All, Running, Terminal };       // problems::StageSet
+enum class ConstraintSet : int { Inequality, Equality };   // which rows knot_rows evaluates
+
+// One cost term. Offsets: `weight` in the arena (doubles: 1, dim or dim x dim column-major, as the
+// form), `ref` in the slice (ref_rows rows of dim doubles, row-major; knot k reads row
+// min(k, ref_rows - 1)).
+struct CostRecord {
+  CostKind kind = CostKind::State;
+  Stages stages = Stages::All;
+  int scale_by_dt = 0;
+  int dim = 0;  // nx, nu or 3
+  WeightForm form = WeightForm::Scalar;
+  std::size_t weight = 0;
+  std::size_t ref = 0;
+  int ref_rows = 0;
+  int body = -1;                        // end_effector: the robot body
+  double in_body[3] = {0, 0, 0};        // end_effector: the point in body coordinates
+};
+
+// One constraint term. `index` (count ints in the arena) are the entries of x or u it bounds;
+// `lower`, `upper` (count doubles each) are in the slice, for state_equality `lower` is the target.
+// rows: the rows it adds at a knot where it is active (one per finite bound; count for equality).
+struct RowRecord {
+  RowKind kind = RowKind::StateBox;
+  Stages stages = Stages::All;
+  int uses_control = 0;
+  int count = 0;
+  int rows = 0;
+  std::size_t index = 0;
+  std::size_t lower = 0, upper = 0;
+};
+
+// Sizes and offsets; trivially copyable, no pointers. Arena offsets are in bytes (8-aligned),
+// slice offsets in doubles.
+struct BatchProblem {
+  int nx = 0, nu = 0, N = 0, nq = 0;
+  double dt = 0;
+  problems::IntegratorType integrator = problems::IntegratorType::Rk4;
+  ModelKind model = ModelKind::Pendulum;
+  int discrete = 0;       // the model is a discrete-time map
+  int velocity_rows = 0;  // f's first nq rows are x[nq..2 nq) (the manipulator)
+  std::size_t model_params = 0;  // the model struct (models::Cartpole, ...; robot::RobotData)
+  std::size_t linear_A = 0, linear_B = 0, linear_c = 0;  // the linear model's arrays (c: 0 when none)
+  int has_linear_c = 0;
+  std::size_t costs = 0;  // n_costs CostRecord, problem order
+  int n_costs = 0;
+  std::size_t ineq_terms = 0, eq_terms = 0;  // RowRecord arrays, problem order within each kind
+  int n_ineq_terms = 0, n_eq_terms = 0;
+  std::size_t ineq_offset = 0, eq_offset = 0;  // N + 2 ints each: first row of knot k, total at N + 1
+  int n_ineq = 0, n_eq = 0;                    // rows in all
+  std::size_t arena_bytes = 0;
+  std::size_t slice_size = 0;  // doubles per problem
+  std::size_t x0 = 0;          // slice offset of x0 (nx doubles)
+};
+
+// What compile_batch_problem returns: the description, the shared arena, the problem's own slice
+// (its x0, references and bounds), and the names of the records (cost k is CostRecord k; the
+// constraint names of each kind in record order), for the slice writers.
+struct BatchProblemData {
+  BatchProblem problem;
+  std::vector<unsigned char> arena;
+  std::vector<double> slice;
+  std::vector<std::string> cost_names, ineq_names, eq_names;
+};
+
+// Compiles p; throws problems::ProblemError naming the first term, model or integrator the device
+// path cannot run (found: "cost 'smooth' (control_rate), which has no device path yet").
+BatchProblemData compile_batch_problem(const problems::Problem& p);
+// The sentence why p has no device path ("cost 'smooth' (control_rate) has no device path yet"), or
+// empty when it compiles.
+std::string device_path_unsupported(const problems::Problem& p);
+
+// Writers of one problem's slice (P.slice_size doubles). Each throws std::invalid_argument on a
+// wrong size or an unknown name.
+void set_slice_initial_state(const BatchProblemData& d, double* slice, std::span<const double> x0);
+// ref: one row (dim values, for every knot) or as many rows as the compiled reference has.
+void set_slice_reference(const BatchProblemData& d, double* slice, std::string_view cost,
+                         std::span<const double> ref);
+// A control_box or state_box term (model_limits: its `<name>_state` / `<name>_control` terms): one
+// value per bounded entry; a bound must stay finite where the compiled one is finite and infinite
+// where it is infinite (the row layout is fixed at compilation).
+void set_slice_bounds(const BatchProblemData& d, double* slice, std::string_view constraint,
+                      std::span<const double> lower, std::span<const double> upper);
+
+// ---- arena access -------------------------------------------------------------------------------
+
+template <class R>
+KNOT_HD const R* arena_at(const unsigned char* arena, std::size_t offset) {
+  return reinterpret_cast<const R*>(arena + offset);
+}
+
+KNOT_HD bool stage_applies(Stages s, int k, int N) {
+  if (k < 0 || k > N) return false;
+  switch (s) {
+    case Stages::All:
+      return true;
+    case Stages::Running:
+      return k < N;
+    case Stages::Terminal:
+      return k == N;
+  }
+  return false;
+}
+
+namespace detail {
+
+template <class T>
+KNOT_HD bool finite(T v) {
+  return v - v == T(0);  // false for inf and NaN; no <cmath> overload set needed on the device
+}
+
+constexpr int kNarrow = 4, kWide = 8;  // ModelAdapter's sweep widths (any width gives the same columns)
+
+template <class T, int W>
+using DualT = problems::Dual<T, problems::Tangent<T, W>>;
+
+template <class T>
+KNOT_HD constexpr std::size_t ceil_div(std::size_t a, std::size_t b) {
+  return (a + b - 1) / b;
+}
+
+// Scalars T of the dual scratch (xd, ud, fd: 2 n + m duals of the wide width).
+KNOT_HD constexpr std::size_t dual_scalars(int n, int m) {
+  return (2 * std::size_t(n) + std::size_t(m)) * (kWide + 1);
+}
+template <class T>
+KNOT_HD constexpr std::size_t robot_ws_scalars() {
+  return ceil_div<T>(sizeof(robot::Workspace<T>), sizeof(T));
+}
+
+// The manipulator: its RobotData in the arena.
+struct ManipulatorModel {
+  const robot::RobotData* r;
+};
+
+// A ModelAdapter model: f by the template dynamics, [fx | fu] by dual sweeps, and (for kinds whose
+// host adapter has no analytic Jacobian) RK4's K = fx S + [0 | fu] by sweeps seeded with S.
+template <class M>
+struct AdaptedModel {
+  M m;
+  bool seeded_chain;
+};
+
+template <class T, class M>
+KNOT_HD void model_f(const AdaptedModel<M>& a, const T* x, const T* u, T* f, T*) {
+  a.m.template dynamics<T>(x, u, f);
+}
+template <class T>
+KNOT_HD void model_f(const ManipulatorModel& a, const T* x, const T* u, T* f, T* ws) {
+  const int n = a.r->n;
+  for (int i = 0; i < n; ++i) f[i] = x[n + i];
+  robot::forward_dynamics(*a.r, x, x + n, u, f + n, *reinterpret_cast<robot::Workspace<T>*>(ws));
+}
+
+template <class T, int W, class M>
+KNOT_HD void dual_sweeps(const M& m, int n, int nm, const T* x, const T* u, T* f, T* fx, T* fu, T* scratch) {
+  using D = DualT<T, W>;
+  D* xd = reinterpret_cast<D*>(scratch);
+  D* ud = xd + n;
+  D* fd = ud + nm;
+  for (int i = 0; i < n; ++i) xd[i] = D(x[i]);
+  for (int i = 0; i < nm; ++i) ud[i] = D(u[i]);
+  for (int j0 = 0; j0 < n + nm; j0 += W) {
+    const int w = n + nm - j0 < W ? n + nm - j0 : W;
+    for (int k = 0; k < w; ++k) (j0 + k < n ? xd[j0 + k] : ud[j0 + k - n]).d[k] = T(1.0);
+    m.template dynamics<D>(xd, ud, fd);
+    for (int k = 0; k < w; ++k) {
+      const int j = j0 + k;
+      (j < n ? xd[j] : ud[j - n]).d[k] = T(0.0);
+      T* col = j < n ? fx + std::size_t(j) * n : fu + std::size_t(j - n) * n;
+      for (int i = 0; i < n; ++i) col[i] = fd[i].d[k];
+    }
+  }
+  for (int i = 0; i < n; ++i) f[i] = fd[i].v;
+}
+
+// K = fx S + [0 | fu] by sweeps seeded with S's columns (ModelAdapter::seeded_sweeps).
+template <class T, int W, class M>
+KNOT_HD void seeded_sweeps(const M& m, int n, int nm, const T* x, const T* u, const T* S, T* f, T* K, T* scratch) {
+  using D = DualT<T, W>;
+  D* xd = reinterpret_cast<D*>(scratch);
+  D* ud = xd + n;
+  D* fd = ud + nm;
+  const int nw = n + nm;
+  for (int i = 0; i < n; ++i) xd[i] = D(x[i]);
+  for (int i = 0; i < nm; ++i) ud[i] = D(u[i]);
+  for (int j0 = 0; j0 < nw; j0 += W) {
+    const int w = nw - j0 < W ? nw - j0 : W;
+    for (int i = 0; i < n; ++i) {
+      const T* row = S + std::size_t(j0) * n + i;
+      for (int k = 0; k < W; ++k) xd[i].d[k] = k < w ? row[std::size_t(k) * n] : T(0.0);
+    }
+    for (int i = 0; i < nm; ++i)
+      for (int k = 0; k < W; ++k) ud[i].d[k] = k < w && j0 + k - n == i ? T(1.0) : T(0.0);
+    m.template dynamics<D>(xd, ud, fd);
+    for (int i = 0; i < n; ++i) {
+      T* row = K + std::size_t(j0) * n + i;
+      for (int k = 0; k < W; ++k)
+        if (k < w) row[std::size_t(k) * n] = fd[i].d[k];
+    }
+  }
+  for (int i = 0; i < n; ++i) f[i] = fd[i].v;
+}
+
+template <class T, class M>
+KNOT_HD void model_jac(const AdaptedModel<M>& a, const T* x, const T* u, T* f, T* fx, T* fu, T* scratch) {
+  const int n = a.m.nx(), nm = a.m.nu();
+  if constexpr (std::is_same_v<M, models::Linear>) {
+    // Linear::jacobian: f by dynamics, then A and B as stored.
+    a.m.template dynamics<T>(x, u, f);
+    for (int k = 0; k < n * n; ++k) fx[k] = T(a.m.params.A[k]);
+    for (int k = 0; k < n * nm; ++k) fu[k] = T(a.m.params.B[k]);
+    return;
+  }
+  if (n + nm <= kNarrow)
+    dual_sweeps<T, kNarrow>(a.m, n, nm, x, u, f, fx, fu, scratch);
+  else
+    dual_sweeps<T, kWide>(a.m, n, nm, x, u, f, fx, fu, scratch);
+}
+template <class T>
+KNOT_HD void model_jac(const ManipulatorModel& a, const T* x, const T* u, T* f, T* fx, T* fu, T* ws) {
+  const int n = a.r->n, nx = 2 * n;
+  for (int i = 0; i < n; ++i) f[i] = x[n + i];
+  for (int k = 0; k < nx * nx; ++k) fx[k] = T(0.0);
+  for (int k = 0; k < nx * n; ++k) fu[k] = T(0.0);
+  for (int i = 0; i < n; ++i) fx[i + (n + i) * nx] = T(1.0);
+  robot::forward_dynamics_derivatives(*a.r, x, x + n, u, f + n, fx + n, fx + n + n * nx, fu + n, nx,
+                                      *reinterpret_cast<robot::Workspace<T>*>(ws));
+}
+
+template <class T, class M>
+KNOT_HD bool model_chain(const AdaptedModel<M>& a, const T* x, const T* u, const T* S, T* f, T* K, T* scratch) {
+  if (!a.seeded_chain) return false;
+  const int n = a.m.nx(), nm = a.m.nu();
+  if (n + nm <= kNarrow)
+    seeded_sweeps<T, kNarrow>(a.m, n, nm, x, u, S, f, K, scratch);
+  else
+    seeded_sweeps<T, kWide>(a.m, n, nm, x, u, S, f, K, scratch);
+  return true;
+}
+template <class T>
+KNOT_HD bool model_chain(const ManipulatorModel&, const T*, const T*, const T*, T*, T*, T*) {
+  return false;
+}
+
+// K = fx [Sx | Su] + [0 | fu] as integrator.cpp's chain() forms it.
+template <class T>
+KNOT_HD void chain(int n, int m, int nq, int r0, const T* fx, const T* fu, const T* Sx, const T* Su, T* Kx, T* Ku) {
+  for (int j = 0; j < n + m; ++j) {
+    const T* sj = j < n ? Sx + std::size_t(j) * n : Su + std::size_t(j - n) * n;
+    T* kj = j < n ? Kx + std::size_t(j) * n : Ku + std::size_t(j - n) * n;
+    for (int i = 0; i < r0; ++i) kj[i] = sj[nq + i];
+    if (j < n) {
+      for (int i = r0; i < n; ++i) kj[i] = T(0.0);
+    } else {
+      const T* fj = fu + std::size_t(j - n) * n;
+      for (int i = r0; i < n; ++i) kj[i] = fj[i];
+    }
+    for (int l = 0; l < n; ++l) {
+      const T b = sj[l];
+      const T* fl = fx + std::size_t(l) * n;
+      for (int i = r0; i < n; ++i) kj[i] += fl[i] * b;
+    }
+  }
+}
+
+// C = A B (+ C when accumulate): integrator.cpp's gemm with alpha 1.
+template <class T>
+KNOT_HD void gemm(int r, int k, int c, const T* A, const T* B, bool accumulate, T* C) {
+  for (int j = 0; j < c; ++j) {
+    T* cj = C + std::size_t(j) * r;
+    if (!accumulate)
+      for (int i = 0; i < r; ++i) cj[i] = T(0.0);
+    for (int l = 0; l < k; ++l) {
+      const T b = T(1.0) * B[l + std::size_t(j) * k];
+      const T* al = A + std::size_t(l) * r;
+      for (int i = 0; i < r; ++i) cj[i] += al[i] * b;
+    }
+  }
+}
+
+template <class T>
+KNOT_HD void identity_plus(int n, T alpha, const T* X, T* M) {
+  const std::size_t nn = std::size_t(n) * n;
+  for (std::size_t e = 0; e < nn; ++e) M[e] = alpha * X[e];
+  for (int i = 0; i < n; ++i) M[i + std::size_t(i) * n] += T(1.0);
+}
+
+// Offsets into step_jacobian's scratch, in scalars (integrator.cpp's Layout, plus the duals and the
+// robot workspace).
+struct StepLayout {
+  std::size_t f, fx, fu, y, acc, ax, bu, sx, su, kx, ku, scratch, total;
+  template <class T>
+  KNOT_HD static constexpr StepLayout make(int n, int m) {
+    StepLayout L{};
+    const std::size_t nn = std::size_t(n) * n, nm = std::size_t(n) * m;
+    std::size_t at = 0;
+    L.f = at, at += n;
+    L.fx = at, at += nn;
+    L.fu = at, at += nm;
+    L.y = at, at += n;
+    L.acc = at, at += n;
+    L.ax = at, at += nn;
+    L.bu = at, at += nm;
+    L.sx = at, at += nn;  // [sx | su] and [kx | ku] are one n x (n + m) matrix each
+    L.su = at, at += nm;
+    L.kx = at, at += nn;
+    L.ku = at, at += nm;
+    L.scratch = at;
+    const std::size_t d = dual_scalars(n, m), w = robot_ws_scalars<T>();
+    at += d > w ? d : w;
+    L.total = at;
+    return L;
+  }
+};
+
+// Integrator::step_jacobian's formulas on T for the explicit schemes (jac false: x_next only).
+template <class T, class Md>
+KNOT_HD bool step_impl(const BatchProblem& P, const Md& md, const T* x, const T* u, T* x_next, T* A, T* B, T* work) {
+  const int n = P.nx, m = P.nu;
+  const std::size_t nn = std::size_t(n) * n, nm = std::size_t(n) * m;
+  const bool jac = A != nullptr;
+  const StepLayout L = StepLayout::make<T>(n, m);
+  T *f = work + L.f, *fx = work + L.fx, *fu = work + L.fu, *y = work + L.y, *acc = work + L.acc;
+  T* scratch = work + L.scratch;
+  const T dt = T(P.dt);
+  const auto eval = [&](const T* at) {
+    if (jac)
+      model_jac(md, at, u, f, fx, fu, scratch);
+    else
+      model_f(md, at, u, f, scratch);
+  };
+  const auto finish = [&](const T* xa, const T* ja, const T* jb) {
+    bool ok = true;
+    for (int i = 0; i < n; ++i) ok = ok && finite(xa[i]);
+    if (jac) {
+      for (std::size_t e = 0; e < nn; ++e) ok = ok && finite(ja[e]);
+      for (std::size_t e = 0; e < nm; ++e) ok = ok && finite(jb[e]);
+    }
+    for (int i = 0; i < n; ++i) x_next[i] = xa[i];
+    if (jac) {
+      for (std::size_t e = 0; e < nn; ++e) A[e] = ja[e];
+      if (B != nullptr)
+        for (std::size_t e = 0; e < nm; ++e) B[e] = jb[e];
+    }
+    return ok;
+  };
+  if (!finite(dt)) return false;
+  if (P.discrete) {
+    eval(x);
+    return finish(f, fx, fu);
+  }
+  switch (P.integrator) {
+    case problems::IntegratorType::Euler: {
+      eval(x);
+      for (int i = 0; i < n; ++i) y[i] = x[i] + dt * f[i];
+      if (jac) {
+        identity_plus(n, dt, fx, fx);
+        for (std::size_t e = 0; e < nm; ++e) fu[e] *= dt;
+      }
+      return finish(y, fx, fu);
+    }
+    case problems::IntegratorType::SemiImplicitEuler: {
+      const int nq = P.nq;
+      T *Sx = work + L.sx, *Su = work + L.su, *Ax = work + L.ax;
+      eval(x);
+      for (int i = 0; i < n; ++i) y[i] = i < nq ? x[i] : x[i] + dt * f[i];
+      if (jac) {
+        for (int j = 0; j < n; ++j)
+          for (int i = 0; i < n; ++i) {
+            const std::size_t e = i + std::size_t(j) * n;
+            Sx[e] = T(i == j ? 1.0 : 0.0) + (i < nq ? T(0.0) : dt * fx[e]);
+          }
+        for (int j = 0; j < m; ++j)
+          for (int i = 0; i < n; ++i) {
+            const std::size_t e = i + std::size_t(j) * n;
+            Su[e] = i < nq ? T(0.0) : dt * fu[e];
+          }
+      }
+      if (P.velocity_rows) {
+        for (int i = 0; i < nq; ++i) y[i] += dt * y[nq + i];
+        if (jac) {
+          for (int j = 0; j < n; ++j)
+            for (int i = 0; i < nq; ++i) Sx[i + std::size_t(j) * n] += dt * Sx[i + std::size_t(j) * n + nq];
+          for (int j = 0; j < m; ++j)
+            for (int i = 0; i < nq; ++i) Su[i + std::size_t(j) * n] += dt * Su[i + std::size_t(j) * n + nq];
+        }
+        return finish(y, Sx, Su);
+      }
+      eval(y);
+      for (int i = 0; i < nq; ++i) y[i] += dt * f[i];
+      if (jac) {
+        gemm(n, n, n, fx, Sx, false, Ax);
+        gemm(n, n, m, fx, Su, true, fu);
+        for (int j = 0; j < n; ++j)
+          for (int i = 0; i < nq; ++i) Sx[i + std::size_t(j) * n] += dt * Ax[i + std::size_t(j) * n];
+        for (int j = 0; j < m; ++j)
+          for (int i = 0; i < nq; ++i) Su[i + std::size_t(j) * n] += dt * fu[i + std::size_t(j) * n];
+      }
+      return finish(y, Sx, Su);
+    }
+    case problems::IntegratorType::Rk4: {
+      const double weight[4] = {1, 2, 2, 1};
+      const double advance[3] = {P.dt / 2, P.dt / 2, P.dt};
+      const int nq = P.nq, r0 = P.velocity_rows ? nq : 0;
+      T *Ax = work + L.ax, *Bu = work + L.bu, *Sx = work + L.sx, *Su = work + L.su, *Kx = work + L.kx,
+        *Ku = work + L.ku;
+      for (int i = 0; i < n; ++i) acc[i] = T(0.0);
+      if (jac) {
+        for (std::size_t e = 0; e < nn; ++e) Ax[e] = T(0.0);
+        for (std::size_t e = 0; e < nm; ++e) Bu[e] = T(0.0);
+      }
+      for (int i = 0; i < n; ++i) y[i] = x[i];
+      for (int s = 0; s < 4; ++s) {
+        if (!jac) {
+          model_f(md, y, u, f, scratch);
+        } else if (s == 0) {
+          model_jac(md, y, u, f, Kx, Ku, scratch);
+        } else if (!model_chain(md, y, u, Sx, f, Kx, scratch)) {
+          model_jac(md, y, u, f, fx, fu, scratch);
+          chain(n, m, nq, r0, fx, fu, Sx, Su, Kx, Ku);
+        }
+        const T ws = T(weight[s]);
+        for (int i = 0; i < n; ++i) acc[i] += ws * f[i];
+        if (jac) {
+          for (std::size_t e = 0; e < nn; ++e) Ax[e] += ws * Kx[e];
+          for (std::size_t e = 0; e < nm; ++e) Bu[e] += ws * Ku[e];
+        }
+        if (s < 3) {
+          const T c = T(advance[s]);
+          for (int i = 0; i < n; ++i) y[i] = x[i] + c * f[i];
+          if (jac) {
+            identity_plus(n, c, Kx, Sx);
+            for (std::size_t e = 0; e < nm; ++e) Su[e] = c * Ku[e];
+          }
+        }
+      }
+      const T sixth = T(P.dt / 6);
+      for (int i = 0; i < n; ++i) y[i] = x[i] + sixth * acc[i];
+      if (jac) {
+        identity_plus(n, sixth, Ax, Ax);
+        for (std::size_t e = 0; e < nm; ++e) Bu[e] *= sixth;
+      }
+      return finish(y, Ax, Bu);
+    }
+    case problems::IntegratorType::ImplicitEuler:
+    case problems::IntegratorType::ImplicitMidpoint:
+      return false;  // refused by compile_batch_problem
+  }
+  return false;
+}
+
+template <class M>
+KNOT_HD AdaptedModel<M> adapted(const unsigned char* arena, std::size_t off, bool seeded) {
+  AdaptedModel<M> a;
+  std::memcpy(static_cast<void*>(&a.m), arena + off, sizeof(M));
+  a.seeded_chain = seeded;
+  return a;
+}
+
+// Calls fn(model) with the concrete model of P (a plain functor with a templated operator()).
+template <class Fn>
+KNOT_HD bool with_model(const BatchProblem& P, const unsigned char* arena, Fn& fn) {
+  switch (P.model) {
+    case ModelKind::DoubleIntegrator:
+      return fn(adapted<models::DoubleIntegrator>(arena, P.model_params, false));
+    case ModelKind::Pendulum:
+      return fn(adapted<models::Pendulum>(arena, P.model_params, true));
+    case ModelKind::Cartpole:
+      return fn(adapted<models::Cartpole>(arena, P.model_params, true));
+    case ModelKind::Acrobot:
+      return fn(adapted<models::Acrobot>(arena, P.model_params, true));
+    case ModelKind::Quadrotor:
+      return fn(adapted<models::Quadrotor>(arena, P.model_params, true));
+    case ModelKind::Unicycle:
+      return fn(adapted<models::Unicycle>(arena, P.model_params, false));
+    case ModelKind::Car:
+      return fn(adapted<models::Car>(arena, P.model_params, false));
+    case ModelKind::ChainOfMasses:
+      return fn(adapted<models::ChainOfMasses>(arena, P.model_params, true));
+    case ModelKind::Linear: {
+      AdaptedModel<models::Linear> a = adapted<models::Linear>(arena, P.model_params, false);
+      a.m.params.A = arena_at<double>(arena, P.linear_A);  // rebased: the host's pointers mean nothing here
+      a.m.params.B = arena_at<double>(arena, P.linear_B);
+      a.m.params.c = P.has_linear_c ? arena_at<double>(arena, P.linear_c) : nullptr;
+      return fn(a);
+    }
+    case ModelKind::Manipulator:
+      return fn(ManipulatorModel{arena_at<robot::RobotData>(arena, P.model_params)});
+  }
+  return false;
+}
+
+template <class T>
+struct StepFn {
+  const BatchProblem* P;
+  const T *x, *u;
+  T *x_next, *A, *B, *work;
+  template <class Md>
+  KNOT_HD bool operator()(const Md& md) {
+    return step_impl(*P, md, x, u, x_next, A, B, work);
+  }
+};
+
+// Weight arithmetic of cost_weight.cpp (Weight::half_quadratic, add_gradient, apply, add_to), the
+// Scalar and Diagonal forms with their own loops so that every form matches the host bit for bit.
+template <class T>
+KNOT_HD T w_at(const double* w, WeightForm form, int i) {
+  return T(w[form == WeightForm::Scalar ? 0 : i]);
+}
+template <class T>
+KNOT_HD T half_quadratic(WeightForm form, int n, const double* w, const T* a, const T* b) {
+  T sum = T(0.0);
+  if (form == WeightForm::Dense) {
+    for (int j = 0; j < n; ++j) {
+      T wr = T(0.0);
+      for (int i = 0; i < n; ++i) wr += T(w[i + std::size_t(j) * n]) * (a[i] - b[i]);
+      sum += (a[j] - b[j]) * wr;
+    }
+  } else {
+    for (int j = 0; j < n; ++j) {
+      const T wr = w_at<T>(w, form, j) * (a[j] - b[j]);
+      sum += (a[j] - b[j]) * wr;
+    }
+  }
+  return T(0.5) * sum;
+}
+template <class T>
+KNOT_HD void add_gradient(WeightForm form, int n, const double* w, const T* a, const T* b, T s, T* g) {
+  if (form == WeightForm::Dense) {
+    for (int j = 0; j < n; ++j) {
+      const T rj = s * (a[j] - b[j]);
+      for (int i = 0; i < n; ++i) g[i] += T(w[i + std::size_t(j) * n]) * rj;
+    }
+    return;
+  }
+  for (int j = 0; j < n; ++j) g[j] += w_at<T>(w, form, j) * (s * (a[j] - b[j]));
+}
+template <class T>
+KNOT_HD void apply(WeightForm form, int n, const double* w, const T* v, T* y) {
+  if (form == WeightForm::Dense) {
+    for (int i = 0; i < n; ++i) {
+      T acc = T(0.0);
+      for (int j = 0; j < n; ++j) acc += T(w[i + std::size_t(j) * n]) * v[j];
+      y[i] = acc;
+    }
+    return;
+  }
+  for (int i = 0; i < n; ++i) y[i] = w_at<T>(w, form, i) * v[i];
+}
+template <class T>
+KNOT_HD void add_to(WeightForm form, int n, const double* w, T s, T* H) {
+  if (form == WeightForm::Dense) {
+    for (std::size_t e = 0; e < std::size_t(n) * n; ++e) H[e] += s * T(w[e]);
+    return;
+  }
+  for (int i = 0; i < n; ++i) H[i + std::size_t(i) * n] += s * w_at<T>(w, form, i);
+}
+
+// A reference row: nx, nu or 3 values.
+KNOT_HD constexpr std::size_t ref_scalars(const BatchProblem& P) {
+  const int n = P.nx > P.nu ? P.nx : P.nu;
+  return std::size_t(n > 3 ? n : 3);
+}
+
+template <class T>
+KNOT_HD void load(const double* src, int n, T* dst) {
+  for (int i = 0; i < n; ++i) dst[i] = T(src[i]);
+}
+
+}  // namespace detail
+
+// ---- scratch sizes ------------------------------------------------------------------------------
+
+// Scalars T that step and step_jacobian need.
+template <class T = double>
+KNOT_HD constexpr std::size_t step_work_size(const BatchProblem& P) {
+  return detail::StepLayout::make<T>(P.nx, P.nu).total;
+}
+// Scalars T that knot_cost and knot_rows need: a reference row (nx or nu; T copies of the slice),
+// the end-effector point, its Jacobian (3 x nx) and the robot workspace.
+template <class T = double>
+KNOT_HD constexpr std::size_t knot_work_size(const BatchProblem& P) {
+  return detail::ref_scalars(P) + 3 * std::size_t(P.nx) + 12 + detail::robot_ws_scalars<T>();
+}
+
+// ---- evaluation ---------------------------------------------------------------------------------
+
+// x_next = F(x, u) (the horizon's explicit scheme); work: step_work_size(P). x_next may alias x.
+// false when the step is not finite.
+template <class T>
+KNOT_HD bool step(const BatchProblem& P, const unsigned char* arena, const T* x, const T* u, T* x_next, T* work) {
+  detail::StepFn<T> fn{&P, x, u, x_next, nullptr, nullptr, work};
+  return detail::with_model(P, arena, fn);
+}
+
+// x_next, A = dF/dx (nx x nx) and B = dF/du (nx x nu), column-major: Integrator::step_jacobian.
+template <class T>
+KNOT_HD bool step_jacobian(const BatchProblem& P, const unsigned char* arena, const T* x, const T* u, T* x_next, T* A,
+                           T* B, T* work) {
+  detail::StepFn<T> fn{&P, x, u, x_next, A, B, work};
+  return detail::with_model(P, arena, fn);
+}
+
+// Knot k's cost sum_terms l_k(x_k, u_k) (each term's value added to 0 in problem order), adding each
+// term's gradient and Gauss-Newton Hessian to gx (nx), gu (nu), Hxx (nx x nx), Huu (nu x nu) and
+// Hux (nu x nx, none of the terms here has one), as CostTerm::accumulate. u_k, gu, Huu, Hux are
+// unused at k = N; any block may be null. work: knot_work_size(P).
+template <class T>
+KNOT_HD T knot_cost(const BatchProblem& P, const unsigned char* arena, const double* slice, int k, const T* x_k,
+                    const T* u_k, T* gx, T* gu, T* Hxx, T* Huu, T* Hux, T* work) {
+  (void)Hux;
+  const CostRecord* rec = arena_at<CostRecord>(arena, P.costs);
+  const int nx = P.nx;
+  T* ref = work;
+  T* pos = ref + detail::ref_scalars(P);
+  T* J = pos + 3;
+  T* rw = J + 3 * std::size_t(nx);  // r, W r, W J_b: 9
+  T* ws = rw + 9;
+  T cost = T(0.0);
+  for (int t = 0; t < P.n_costs; ++t) {
+    const CostRecord& c = rec[t];
+    const bool uses_u = c.kind == CostKind::Control;
+    if (!stage_applies(c.stages, k, P.N) || (uses_u && k >= P.N)) continue;
+    const double* w = arena_at<double>(arena, c.weight);
+    const int row = k < c.ref_rows - 1 ? k : c.ref_rows - 1;
+    detail::load(slice + c.ref + std::size_t(row) * c.dim, c.dim, ref);
+    const T s = c.scale_by_dt ? T(P.dt) : T(1.0);
+    switch (c.kind) {
+      case CostKind::State:
+        if (gx != nullptr) detail::add_gradient(c.form, c.dim, w, x_k, ref, s, gx);
+        if (Hxx != nullptr) detail::add_to(c.form, c.dim, w, s, Hxx);
+        cost += s * detail::half_quadratic(c.form, c.dim, w, x_k, ref);
+        break;
+      case CostKind::Control:
+        if (gu != nullptr) detail::add_gradient(c.form, c.dim, w, u_k, ref, s, gu);
+        if (Huu != nullptr) detail::add_to(c.form, c.dim, w, s, Huu);
+        cost += s * detail::half_quadratic(c.form, c.dim, w, u_k, ref);
+        break;
+      case CostKind::EndEffector: {
+        // Manipulator::frame_position, then EndEffectorCost::accumulate.
+        const robot::RobotData& r = *arena_at<robot::RobotData>(arena, P.model_params);
+        robot::Workspace<T>& wsp = *reinterpret_cast<robot::Workspace<T>*>(ws);
+        const T in_body[3] = {T(c.in_body[0]), T(c.in_body[1]), T(c.in_body[2])};
+        robot::forward_kinematics(r, x_k, wsp);
+        robot::point_position(wsp, c.body, in_body, pos);
+        for (int e = 0; e < 3 * nx; ++e) J[e] = T(0.0);
+        robot::point_jacobian(r, wsp, c.body, pos, J, 3);
+        T* rr = rw;
+        T* wr = rw + 3;
+        T* wj = rw + 6;
+        for (int a = 0; a < 3; ++a) rr[a] = pos[a] - ref[a];
+        detail::apply(c.form, 3, w, rr, wr);
+        if (gx != nullptr)
+          for (int a = 0; a < nx; ++a) {
+            const T* ja = J + 3 * std::size_t(a);
+            gx[a] += s * (ja[0] * wr[0] + ja[1] * wr[1] + ja[2] * wr[2]);
+          }
+        if (Hxx != nullptr)
+          for (int b = 0; b < nx; ++b) {
+            detail::apply(c.form, 3, w, J + 3 * std::size_t(b), wj);
+            for (int a = 0; a < nx; ++a) {
+              const T* ja = J + 3 * std::size_t(a);
+              Hxx[a + std::size_t(b) * nx] += s * (ja[0] * wj[0] + ja[1] * wj[1] + ja[2] * wj[2]);
+            }
+          }
+        cost += s * detail::half_quadratic(c.form, 3, w, pos, ref);
+        break;
+      }
+    }
+  }
+  return cost;
+}
+
+// Rows of one kind at knot k, as the host Solver lays them out (evaluate_rows): the active terms in
+// problem order, box rows per entry `v - hi` (finite hi) then `lo - v` (finite lo). g receives the
+// knot's rows (row offset[k] onwards of the kind's values) and jac, when not null, their Jacobian
+// rows [dg/dx, dg/du], row-major of width nx + nu (zeros where a term does not depend on a variable,
+// and in the u columns at k = N). Returns the number of rows written.
+template <class T>
+KNOT_HD int knot_rows(const BatchProblem& P, const unsigned char* arena, const double* slice, ConstraintSet kind,
+                      int k, const T* x_k, const T* u_k, T* g, T* jac) {
+  const bool ineq = kind == ConstraintSet::Inequality;
+  const RowRecord* rec = arena_at<RowRecord>(arena, ineq ? P.ineq_terms : P.eq_terms);
+  const int terms = ineq ? P.n_ineq_terms : P.n_eq_terms;
+  const int nx = P.nx, nw = P.nx + P.nu;
+  int row = 0;
+  for (int t = 0; t < terms; ++t) {
+    const RowRecord& c = rec[t];
+    if (!stage_applies(c.stages, k, P.N) || (c.uses_control && k >= P.N)) continue;
+    const int* index = arena_at<int>(arena, c.index);
+    const double* lo = slice + c.lower;
+    const double* hi = slice + c.upper;
+    if (jac != nullptr)
+      for (std::size_t e = std::size_t(row) * nw; e < std::size_t(row + c.rows) * nw; ++e) jac[e] = T(0.0);
+    const T* v = c.kind == RowKind::ControlBox ? u_k : x_k;
+    const int col0 = c.kind == RowKind::ControlBox ? nx : 0;
+    int r = row;
+    for (int i = 0; i < c.count; ++i) {
+      const int e = index[i];
+      if (c.kind == RowKind::StateEquality) {
+        g[r] = v[e] - T(lo[i]);
+        if (jac != nullptr) jac[std::size_t(r) * nw + col0 + e] = T(1.0);
+        ++r;
+        continue;
+      }
+      if (detail::finite(hi[i])) {
+        g[r] = v[e] - T(hi[i]);
+        if (jac != nullptr) jac[std::size_t(r) * nw + col0 + e] = T(1.0);
+        ++r;
+      }
+      if (detail::finite(lo[i])) {
+        g[r] = T(lo[i]) - v[e];
+        if (jac != nullptr) jac[std::size_t(r) * nw + col0 + e] = T(-1.0);
+        ++r;
+      }
+    }
+    row += c.rows;
+  }
+  return row;
+}
+
+// The row offsets of a kind (N + 2 ints: knot k's first row, the total at N + 1).
+KNOT_HD const int* row_offsets(const BatchProblem& P, const unsigned char* arena, ConstraintSet kind) {
+  return arena_at<int>(arena, kind == ConstraintSet::Inequality ? P.ineq_offset : P.eq_offset);
+}
+
+}  // namespace knot::solver::device

@@ -1,0 +1,345 @@
+// compile_batch_problem: a Problem's virtual model and terms as the flat records of
+// device/problem.hpp, and the writers of a problem's slice.
+#include "knot/solver/device/problem.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <stdexcept>
+#include <type_traits>
+
+#include "knot/problems/constraint.hpp"
+#include "knot/problems/cost.hpp"
+#include "knot/problems/error.hpp"
+#include "knot/problems/model_adapter.hpp"
+#include "knot/problems/models/manipulator.hpp"
+#include "knot/problems/problem.hpp"
+
+namespace knot::solver::device {
+namespace {
+
+// Bytes appended 8-aligned (every record and model struct has alignment <= 8).
+struct ArenaWriter {
+  std::vector<unsigned char> bytes;
+  std::size_t put(const void* data, std::size_t size) {
+    bytes.resize((bytes.size() + 7) / 8 * 8);
+    const std::size_t at = bytes.size();
+    bytes.resize(at + size);
+    if (size > 0) std::memcpy(bytes.data() + at, data, size);
+    return at;
+  }
+  template <class R>
+  std::size_t put_array(const std::vector<R>& v) {
+    static_assert(std::is_trivially_copyable_v<R> && alignof(R) <= 8);
+    return put(v.data(), v.size() * sizeof(R));
+  }
+};
+
+struct Unsupported {
+  std::string key, sentence, found;
+};
+
+std::string term_label(const char* what, const std::string& name, std::string_view type) {
+  return std::string(what) + " '" + name + "' (" + std::string(type) + ")";
+}
+
+Stages stages_of(problems::StageSet s) {
+  switch (s) {
+    case problems::StageSet::All:
+      return Stages::All;
+    case problems::StageSet::Running:
+      return Stages::Running;
+    case problems::StageSet::Terminal:
+      return Stages::Terminal;
+  }
+  return Stages::All;
+}
+
+WeightForm form_of(problems::Weight::Form f) {
+  switch (f) {
+    case problems::Weight::Form::Scalar:
+      return WeightForm::Scalar;
+    case problems::Weight::Form::Diagonal:
+      return WeightForm::Diagonal;
+    case problems::Weight::Form::Dense:
+      return WeightForm::Dense;
+  }
+  return WeightForm::Dense;
+}
+
+// The model struct's bytes and kind, when the model is one of the device path's.
+struct ModelBlock {
+  ModelKind kind;
+  std::vector<unsigned char> bytes;
+  const problems::models::Linear* linear = nullptr;
+  const problems::Manipulator* manipulator = nullptr;
+};
+
+template <class M>
+bool try_adapted(const problems::Model& m, ModelKind kind, std::optional<ModelBlock>& out) {
+  const auto* a = dynamic_cast<const problems::ModelAdapter<M>*>(&m);
+  if (a == nullptr) return false;
+  static_assert(std::is_trivially_copyable_v<M>);
+  ModelBlock b{kind, std::vector<unsigned char>(sizeof(M)), nullptr, nullptr};
+  std::memcpy(b.bytes.data(), &a->model(), sizeof(M));
+  if constexpr (std::is_same_v<M, problems::models::Linear>) b.linear = &a->model();
+  out = std::move(b);
+  return true;
+}
+
+std::optional<ModelBlock> model_block(const problems::Model& m) {
+  namespace pm = problems::models;
+  std::optional<ModelBlock> b;
+  if (try_adapted<pm::DoubleIntegrator>(m, ModelKind::DoubleIntegrator, b) ||
+      try_adapted<pm::Pendulum>(m, ModelKind::Pendulum, b) || try_adapted<pm::Cartpole>(m, ModelKind::Cartpole, b) ||
+      try_adapted<pm::Acrobot>(m, ModelKind::Acrobot, b) || try_adapted<pm::Quadrotor>(m, ModelKind::Quadrotor, b) ||
+      try_adapted<pm::Unicycle>(m, ModelKind::Unicycle, b) || try_adapted<pm::Car>(m, ModelKind::Car, b) ||
+      try_adapted<pm::ChainOfMasses>(m, ModelKind::ChainOfMasses, b) ||
+      try_adapted<pm::Linear>(m, ModelKind::Linear, b))
+    return b;
+  if (const auto* man = dynamic_cast<const problems::Manipulator*>(&m)) {
+    static_assert(std::is_trivially_copyable_v<problems::robot::RobotData>);
+    ModelBlock mb{ModelKind::Manipulator, std::vector<unsigned char>(sizeof(problems::robot::RobotData)), nullptr, man};
+    std::memcpy(mb.bytes.data(), &man->robot().data, sizeof(problems::robot::RobotData));
+    return mb;
+  }
+  return std::nullopt;
+}
+
+// The first thing p's device path cannot run, in the order model, integrator, costs, constraints.
+std::optional<Unsupported> first_unsupported(const problems::Problem& p) {
+  if (!p.model) return Unsupported{"model", "the problem has no model", "no model"};
+  if (!model_block(*p.model)) {
+    const std::string label = "model '" + std::string(p.model->type()) + "'";
+    return Unsupported{"model.type", label + " has no device path yet", label};
+  }
+  const problems::IntegratorType it = p.horizon.integrator;
+  if (!p.model->discrete_time() &&
+      (it == problems::IntegratorType::ImplicitEuler || it == problems::IntegratorType::ImplicitMidpoint)) {
+    const std::string label = "integrator '" + std::string(problems::to_string(it)) + "'";
+    return Unsupported{"horizon.integrator", label + " has no device path yet (explicit schemes only)", label};
+  }
+  if (it == problems::IntegratorType::SemiImplicitEuler && !p.model->discrete_time() &&
+      (p.model->nq() <= 0 || p.model->nq() >= p.model->nx())) {
+    const std::string label = "integrator 'semi_implicit_euler' on model '" + std::string(p.model->type()) + "'";
+    return Unsupported{"horizon.integrator", label + " needs a position/velocity split", label};
+  }
+  for (std::size_t i = 0; i < p.costs.size(); ++i) {
+    const problems::CostTerm& c = *p.costs[i];
+    const bool ok = c.type() == "state" || c.type() == "control" ||
+                    (c.type() == "end_effector" && p.model->type() == "manipulator" &&
+                     dynamic_cast<const problems::EndEffectorCost*>(&c) != nullptr);
+    if (!ok) {
+      const std::string label = term_label("cost", c.info().name, c.type());
+      return Unsupported{"costs[" + std::to_string(i) + "]", label + " has no device path yet", label};
+    }
+  }
+  for (std::size_t i = 0; i < p.constraints.size(); ++i) {
+    const problems::ConstraintTerm& c = *p.constraints[i];
+    const bool ok = (c.type() == "control_box" || c.type() == "state_box") && c.box() != nullptr;
+    const bool eq = c.type() == "state_equality" && dynamic_cast<const problems::StateEquality*>(&c) != nullptr;
+    if (!ok && !eq) {
+      const std::string label = term_label("constraint", c.info().name, c.type());
+      return Unsupported{"constraints[" + std::to_string(i) + "]", label + " has no device path yet", label};
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string device_path_unsupported(const problems::Problem& p) {
+  const std::optional<Unsupported> u = first_unsupported(p);
+  return u ? u->sentence : std::string();
+}
+
+BatchProblemData compile_batch_problem(const problems::Problem& p) {
+  if (const std::optional<Unsupported> u = first_unsupported(p))
+    throw problems::ProblemError(problems::SourceLocation{p.source, 0, 0}, u->key,
+                                 "a model, integrator and terms the device path can run", u->found +
+                                     ", which has no device path yet",
+                                 "the batch falls back to the host Solver");
+  const problems::Model& model = *p.model;
+  const ModelBlock mb = *model_block(model);
+  const int nx = model.nx(), nu = model.nu(), N = p.horizon.N;
+  if (p.x0.size() != static_cast<std::size_t>(nx))
+    throw problems::ProblemError(problems::SourceLocation{p.source, 0, 0}, "x0", std::to_string(nx) + " values",
+                                 std::to_string(p.x0.size()));
+
+  BatchProblemData d;
+  BatchProblem& P = d.problem;
+  ArenaWriter arena;
+  std::vector<double>& slice = d.slice;
+  const auto slice_put = [&slice](const double* v, std::size_t n) {
+    const std::size_t at = slice.size();
+    slice.insert(slice.end(), v, v + n);
+    return at;
+  };
+
+  P.nx = nx;
+  P.nu = nu;
+  P.N = N;
+  P.nq = model.nq();
+  P.dt = p.horizon.dt;
+  P.integrator = p.horizon.integrator;
+  P.model = mb.kind;
+  P.discrete = model.discrete_time() ? 1 : 0;
+  P.velocity_rows = model.velocity_rows() ? 1 : 0;
+  P.model_params = arena.put(mb.bytes.data(), mb.bytes.size());
+  if (mb.linear != nullptr) {
+    const auto& lp = mb.linear->params;
+    P.linear_A = arena.put(lp.A, sizeof(double) * std::size_t(nx) * nx);
+    P.linear_B = arena.put(lp.B, sizeof(double) * std::size_t(nx) * nu);
+    P.has_linear_c = lp.c != nullptr ? 1 : 0;
+    if (lp.c != nullptr) P.linear_c = arena.put(lp.c, sizeof(double) * std::size_t(nx));
+  }
+  P.x0 = slice_put(p.x0.data(), p.x0.size());
+
+  // Costs, in problem order.
+  std::vector<CostRecord> costs;
+  for (const auto& cp : p.costs) {
+    const problems::CostTerm& c = *cp;
+    CostRecord r;
+    r.kind = c.type() == "state" ? CostKind::State : c.type() == "control" ? CostKind::Control : CostKind::EndEffector;
+    r.stages = stages_of(c.info().stages);
+    r.scale_by_dt = c.info().scale_by_dt ? 1 : 0;
+    const problems::Weight& w = *c.weight();
+    r.dim = w.dim();
+    r.form = form_of(w.form());
+    r.weight = arena.put(w.values().data(), sizeof(double) * w.values().size());
+    const problems::Reference& ref = *c.reference();
+    r.ref_rows = ref.rows();
+    r.ref = slice_put(ref.values.data(), ref.values.size());
+    if (r.kind == CostKind::EndEffector) {
+      const auto& ee = dynamic_cast<const problems::EndEffectorCost&>(c);
+      const problems::robot::Frame& f = mb.manipulator->robot().frames.at(static_cast<std::size_t>(ee.frame()));
+      const std::array<double, 3>& off = ee.offset();
+      r.body = f.body;
+      // Manipulator::frame_position's point in body coordinates, the same double arithmetic.
+      for (int k = 0; k < 3; ++k) r.in_body[k] = f.p[k] + f.R[k] * off[0] + f.R[k + 3] * off[1] + f.R[k + 6] * off[2];
+    }
+    costs.push_back(r);
+    d.cost_names.push_back(c.info().name);
+  }
+  P.n_costs = static_cast<int>(costs.size());
+  P.costs = arena.put_array(costs);
+
+  // Constraint records by kind, problem order within each, and the row offsets (layout_rows).
+  std::vector<RowRecord> ineq, eq;
+  std::vector<const problems::ConstraintTerm*> ineq_terms, eq_terms;
+  for (const auto& cp : p.constraints) {
+    const problems::ConstraintTerm& c = *cp;
+    RowRecord r;
+    r.stages = stages_of(c.info().stages);
+    r.uses_control = c.uses_control() ? 1 : 0;
+    r.rows = c.dim();
+    std::vector<int> index;
+    if (const auto* se = dynamic_cast<const problems::StateEquality*>(&c)) {
+      r.kind = RowKind::StateEquality;
+      index = se->index();
+      r.lower = slice_put(se->target().data(), se->target().size());
+      r.upper = r.lower;
+    } else {
+      const problems::BoxBounds& b = *c.box();
+      r.kind = b.on_control ? RowKind::ControlBox : RowKind::StateBox;
+      index = b.index;
+      r.lower = slice_put(b.lower.data(), b.lower.size());
+      r.upper = slice_put(b.upper.data(), b.upper.size());
+    }
+    r.count = static_cast<int>(index.size());
+    r.index = arena.put_array(index);
+    const bool is_eq = c.kind() == problems::ConstraintKind::Equality;
+    (is_eq ? eq : ineq).push_back(r);
+    (is_eq ? eq_terms : ineq_terms).push_back(&c);
+    (is_eq ? d.eq_names : d.ineq_names).push_back(c.info().name);
+  }
+  const auto offsets = [N](const std::vector<const problems::ConstraintTerm*>& terms) {
+    std::vector<int> off(static_cast<std::size_t>(N) + 2, 0);
+    for (int k = 0; k <= N; ++k) {
+      int m = 0;
+      for (const auto* t : terms)
+        if (t->active(k, N)) m += t->dim();
+      off[static_cast<std::size_t>(k) + 1] = off[static_cast<std::size_t>(k)] + m;
+    }
+    return off;
+  };
+  const std::vector<int> ineq_off = offsets(ineq_terms), eq_off = offsets(eq_terms);
+  P.n_ineq_terms = static_cast<int>(ineq.size());
+  P.n_eq_terms = static_cast<int>(eq.size());
+  P.ineq_terms = arena.put_array(ineq);
+  P.eq_terms = arena.put_array(eq);
+  P.ineq_offset = arena.put_array(ineq_off);
+  P.eq_offset = arena.put_array(eq_off);
+  P.n_ineq = ineq_off.back();
+  P.n_eq = eq_off.back();
+  arena.bytes.resize((arena.bytes.size() + 7) / 8 * 8);
+  P.arena_bytes = arena.bytes.size();
+  P.slice_size = slice.size();
+  d.arena = std::move(arena.bytes);
+  static_assert(std::is_trivially_copyable_v<BatchProblem>);
+  return d;
+}
+
+namespace {
+
+int find_name(const std::vector<std::string>& names, std::string_view name) {
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return static_cast<int>(i);
+  return -1;
+}
+
+void check_slice(const BatchProblemData& d, const double* slice, const char* who) {
+  if (slice == nullptr) throw std::invalid_argument(std::string(who) + ": the slice is null");
+  (void)d;
+}
+
+}  // namespace
+
+void set_slice_initial_state(const BatchProblemData& d, double* slice, std::span<const double> x0) {
+  check_slice(d, slice, "set_slice_initial_state");
+  if (x0.size() != static_cast<std::size_t>(d.problem.nx))
+    throw std::invalid_argument("set_slice_initial_state: expected " + std::to_string(d.problem.nx) +
+                                " values, found " + std::to_string(x0.size()));
+  std::copy(x0.begin(), x0.end(), slice + d.problem.x0);
+}
+
+void set_slice_reference(const BatchProblemData& d, double* slice, std::string_view cost,
+                         std::span<const double> ref) {
+  check_slice(d, slice, "set_slice_reference");
+  const int i = find_name(d.cost_names, cost);
+  if (i < 0) throw std::invalid_argument("set_slice_reference: no cost named '" + std::string(cost) + "'");
+  const CostRecord& r = arena_at<CostRecord>(d.arena.data(), d.problem.costs)[i];
+  const std::size_t dim = static_cast<std::size_t>(r.dim), rows = static_cast<std::size_t>(r.ref_rows);
+  if (ref.size() != dim && ref.size() != dim * rows)
+    throw std::invalid_argument("set_slice_reference: cost '" + std::string(cost) + "' expects " + std::to_string(dim) +
+                                " or " + std::to_string(dim * rows) + " values, found " + std::to_string(ref.size()));
+  for (std::size_t row = 0; row < rows; ++row)
+    for (std::size_t j = 0; j < dim; ++j)
+      slice[r.ref + row * dim + j] = ref[ref.size() == dim ? j : row * dim + j];
+}
+
+void set_slice_bounds(const BatchProblemData& d, double* slice, std::string_view constraint,
+                      std::span<const double> lower, std::span<const double> upper) {
+  check_slice(d, slice, "set_slice_bounds");
+  const int i = find_name(d.ineq_names, constraint);
+  const RowRecord* r = i < 0 ? nullptr : arena_at<RowRecord>(d.arena.data(), d.problem.ineq_terms) + i;
+  if (r == nullptr || r->kind == RowKind::StateEquality)
+    throw std::invalid_argument("set_slice_bounds: no control_box or state_box named '" + std::string(constraint) + "'");
+  const std::size_t n = static_cast<std::size_t>(r->count);
+  if (lower.size() != n || upper.size() != n)
+    throw std::invalid_argument("set_slice_bounds: constraint '" + std::string(constraint) + "' expects " + std::to_string(n) +
+                                " values each, found " + std::to_string(lower.size()) + " and " +
+                                std::to_string(upper.size()));
+  for (std::size_t j = 0; j < n; ++j) {
+    const double lo = lower[j], hi = upper[j];
+    const bool same = std::isfinite(lo) == std::isfinite(slice[r->lower + j]) &&
+                      std::isfinite(hi) == std::isfinite(slice[r->upper + j]);
+    if (std::isnan(lo) || std::isnan(hi) || lo > hi || lo == INFINITY || hi == -INFINITY || !same)
+      throw std::invalid_argument("set_slice_bounds: constraint '" + std::string(constraint) + "' entry " + std::to_string(j) +
+                                  ": expected lower <= upper, each finite exactly where the compiled bound is");
+  }
+  std::copy(lower.begin(), lower.end(), slice + r->lower);
+  std::copy(upper.begin(), upper.end(), slice + r->upper);
+}
+
+}  // namespace knot::solver::device

@@ -1,0 +1,199 @@
+// The batched SQP on a GPU (CudaBatch, knot/solver/cuda/batch_cuda.hpp) against the same device-path
+// driver on the CPU (DeviceSqp), per problem: status, iterations, cost to 1e-9 in double and 1e-4
+// in float; every block size gives bitwise the same results; a NaN initial state fails only its own
+// problem; BatchSolver's backend cuda returns what its cpu device path returns.
+//
+// GPU and CPU agree to rounding, not bitwise: nvcc contracts a * b + c into fused multiply-adds, the
+// host build does not. Without a usable GPU the device tests skip with one line saying why.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "knot/linalg/cuda/device.hpp"
+#include "knot/problems/loader.hpp"
+#include "knot/solver/batch.hpp"
+#include "knot/solver/cuda/batch_cuda.hpp"
+#include "knot/solver/device/device_sqp.hpp"
+
+namespace knot::test {
+namespace {
+
+namespace fs = std::filesystem;
+using solver::Status;
+
+const linalg::cuda::DeviceInfo& gpu() {
+  static const linalg::cuda::DeviceInfo info = linalg::cuda::query_device();
+  return info;
+}
+
+problems::Problem load(const std::string& name) {
+  return problems::load_problem(fs::path(KNOT_CONFIGS_DIR) / (name + ".yaml"));
+}
+
+solver::SolverOptions device_fit(const problems::Problem& p) {
+  solver::SolverOptions o = solver::from_settings(p.solver);
+  o.hessian = solver::Hessian::GaussNewton;
+  o.lq.linsys = solver::Linsys::Riccati;
+  return o;
+}
+
+// B initial states: the file's, then x0 + 0.01 N(0, 1).
+std::vector<std::vector<double>> starts(const problems::Problem& p, int B) {
+  std::mt19937_64 rng(20261202);
+  std::normal_distribution<double> n(0.0, 1.0);
+  std::vector<std::vector<double>> x0(static_cast<std::size_t>(B), p.x0);
+  for (int i = 1; i < B; ++i)
+    for (double& v : x0[static_cast<std::size_t>(i)]) v += 0.01 * n(rng);
+  return x0;
+}
+
+struct GpuRun {
+  std::unique_ptr<solver::cuda::CudaBatch> batch;
+  std::string error;
+};
+
+GpuRun run_gpu(const problems::Problem& p, const solver::SolverOptions& o, const std::vector<std::vector<double>>& x0,
+            int threads, bool single) {
+  GpuRun r;
+  const solver::device::BatchProblemData data = solver::device::compile_batch_problem(p);
+  const auto st = solver::cuda::CudaBatch::create(data, solver::device::device_options(o), int(x0.size()), threads,
+                                                  single, &r.batch);
+  if (!st.ok()) {
+    r.error = linalg::cuda::to_string(st);
+    return r;
+  }
+  for (std::size_t i = 0; i < x0.size(); ++i)
+    for (std::size_t j = 0; j < x0[i].size(); ++j) {
+      r.batch->slice(int(i))[data.problem.x0 + j] = x0[i][j];
+      for (int k = 0; k <= p.horizon.N; ++k) r.batch->iterate(int(i))[std::size_t(k) * p.nx() + j] = x0[i][j];
+    }
+  const auto solved = r.batch->solve();
+  if (!solved.ok()) r.error = linalg::cuda::to_string(solved);
+  return r;
+}
+
+const char* const kConfigs[] = {"cartpole_swingup", "pendulum_swingup", "double_integrator_rest_to_rest",
+                                "iiwa14_reach"};
+
+TEST(GpuBatchSqp, AgreesWithTheCpuDevicePathInDouble) {
+  if (!gpu().usable) GTEST_SKIP() << "no usable GPU: " << gpu().reason;
+  for (const char* name : kConfigs) {
+    SCOPED_TRACE(name);
+    const problems::Problem p = load(name);
+    const solver::SolverOptions o = device_fit(p);
+    const auto x0 = starts(p, 8);
+    const GpuRun g = run_gpu(p, o, x0, 0, false);
+    ASSERT_EQ(g.error, "");
+    solver::device::DeviceSqp cpu(p, o);
+    for (int i = 0; i < 8; ++i) {
+      cpu.set_initial_state(x0[std::size_t(i)]);
+      std::vector<double> x, u;
+      problems::Problem pi = p;
+      pi.x0 = x0[std::size_t(i)];
+      solver::default_initial_guess(pi, x, u);
+      cpu.set_initial_guess(x, u);
+      cpu.solve();
+      const solver::device::DeviceResult& r = g.batch->result(i);
+      EXPECT_EQ(r.status, cpu.result().status) << "problem " << i;
+      EXPECT_EQ(r.iterations, cpu.result().iterations) << "problem " << i;
+      EXPECT_NEAR(r.cost, cpu.result().cost, 1e-9 * std::max(1.0, std::abs(cpu.result().cost))) << "problem " << i;
+    }
+  }
+}
+
+TEST(GpuBatchSqp, FloatAgreesToItsPrecision) {
+  if (!gpu().usable) GTEST_SKIP() << "no usable GPU: " << gpu().reason;
+  const problems::Problem p = load("cartpole_swingup");
+  solver::SolverOptions o = device_fit(p);
+  // float resolves about 1e-7 relative: tolerances it can meet.
+  o.tol_stationarity = o.tol_feasibility = o.tol_complementarity = 1e-4;
+  o.tol_duality_gap = 1e-5;
+  const auto x0 = starts(p, 4);
+  const GpuRun g = run_gpu(p, o, x0, 0, true);
+  ASSERT_EQ(g.error, "");
+  const GpuRun d = run_gpu(p, o, x0, 0, false);
+  ASSERT_EQ(d.error, "");
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_TRUE(solver::is_solved(g.batch->result(i).status)) << i;
+    EXPECT_NEAR(g.batch->result(i).cost, d.batch->result(i).cost, 1e-4 * std::abs(d.batch->result(i).cost)) << i;
+  }
+}
+
+TEST(GpuBatchSqp, EveryBlockSizeGivesBitwiseTheSameSolve) {
+  if (!gpu().usable) GTEST_SKIP() << "no usable GPU: " << gpu().reason;
+  const problems::Problem p = load("pendulum_swingup");
+  const solver::SolverOptions o = device_fit(p);
+  const auto x0 = starts(p, 4);
+  const GpuRun ref = run_gpu(p, o, x0, 32, false);
+  ASSERT_EQ(ref.error, "");
+  for (int threads : {1, 7, 64, 128, 256}) {
+    const GpuRun r = run_gpu(p, o, x0, threads, false);
+    ASSERT_EQ(r.error, "") << threads;
+    for (int i = 0; i < 4; ++i) {
+      const std::size_t n = ref.batch->iterate_size();
+      EXPECT_EQ(std::vector<double>(r.batch->iterate(i), r.batch->iterate(i) + n),
+                std::vector<double>(ref.batch->iterate(i), ref.batch->iterate(i) + n))
+          << threads << " threads, problem " << i;
+      EXPECT_EQ(r.batch->result(i).iterations, ref.batch->result(i).iterations);
+    }
+  }
+}
+
+TEST(GpuBatchSqp, NanInOneProblemLeavesTheOthersUnchanged) {
+  if (!gpu().usable) GTEST_SKIP() << "no usable GPU: " << gpu().reason;
+  const problems::Problem p = load("cartpole_swingup");
+  const solver::SolverOptions o = device_fit(p);
+  auto x0 = starts(p, 4);
+  const GpuRun clean = run_gpu(p, o, x0, 0, false);
+  ASSERT_EQ(clean.error, "");
+  x0[2][1] = std::nan("");
+  const GpuRun dirty = run_gpu(p, o, x0, 0, false);
+  ASSERT_EQ(dirty.error, "");
+  EXPECT_EQ(dirty.batch->result(2).status, Status::NumericalError);
+  for (int i : {0, 1, 3}) {
+    const std::size_t n = clean.batch->iterate_size();
+    EXPECT_EQ(std::vector<double>(dirty.batch->iterate(i), dirty.batch->iterate(i) + n),
+              std::vector<double>(clean.batch->iterate(i), clean.batch->iterate(i) + n));
+  }
+}
+
+TEST(GpuBatchSqp, BatchSolverCudaBackendMatchesItsCpuDevicePath) {
+  if (!gpu().usable) GTEST_SKIP() << "no usable GPU: " << gpu().reason;
+  const problems::Problem p = load("cartpole_swingup");
+  solver::BatchOptions o;
+  o.solver = device_fit(p);
+  o.path = solver::BatchPath::Device;
+  solver::BatchSolver cpu(p, 4, o);
+  o.backend = solver::BatchBackend::Cuda;
+  o.cuda_engine = solver::cuda::make_cuda_engine;
+  solver::BatchSolver gpu_batch(p, 4, o);
+  const auto x0 = starts(p, 4);
+  for (int i = 0; i < 4; ++i) {
+    cpu.set_initial_state(i, x0[std::size_t(i)]);
+    gpu_batch.set_initial_state(i, x0[std::size_t(i)]);
+  }
+  EXPECT_EQ(cpu.solve(), gpu_batch.solve());
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(cpu.status(i), gpu_batch.status(i));
+    EXPECT_NEAR(cpu.solution(i).cost, gpu_batch.solution(i).cost, 1e-9 * std::abs(cpu.solution(i).cost));
+  }
+}
+
+// Runs everywhere: bad arguments are refused before any device call.
+TEST(GpuBatchSqp, CreateRefusesBadArguments) {
+  const problems::Problem p = load("cartpole_swingup");
+  const solver::device::BatchProblemData data = solver::device::compile_batch_problem(p);
+  std::unique_ptr<solver::cuda::CudaBatch> b;
+  const auto o = solver::device::device_options(device_fit(p));
+  EXPECT_FALSE(solver::cuda::CudaBatch::create(data, o, 0, 0, false, &b).ok());
+  EXPECT_FALSE(solver::cuda::CudaBatch::create(data, o, 4, 1000, false, &b).ok());
+  EXPECT_EQ(b, nullptr);
+}
+
+}  // namespace
+}  // namespace knot::test

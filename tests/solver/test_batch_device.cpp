@@ -1,0 +1,202 @@
+// BatchSolver on the device path (backend cpu): the pool runs DeviceSqp per problem, so each
+// problem's answer must be bitwise the one DeviceSqp gives alone, for every thread count; it agrees
+// with the solvers path (B Solvers) to rounding; one problem's NaN leaves the others bitwise
+// unchanged; per-problem references and bounds reach only their problem. Under the label
+// solver_threads: ThreadSanitizer runs it too.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "knot/problems/error.hpp"
+#include "knot/solver/batch.hpp"
+#include "knot/solver/device/device_sqp.hpp"
+#include "test_sqp_common.hpp"
+#include "test_util.hpp"
+
+namespace knot::test {
+namespace {
+
+using solver::BatchOptions;
+using solver::BatchPath;
+using solver::BatchSolver;
+using solver::Status;
+
+solver::SolverOptions device_fit(const problems::Problem& p) {
+  solver::SolverOptions o = sqp_options(p);
+  o.hessian = solver::Hessian::GaussNewton;
+  o.lq.linsys = solver::Linsys::Riccati;
+  return o;
+}
+
+std::vector<std::vector<double>> starts(const problems::Problem& p, int B, double sigma) {
+  std::mt19937_64 rng(20261201);
+  std::normal_distribution<double> n(0.0, 1.0);
+  std::vector<std::vector<double>> x0(static_cast<std::size_t>(B), p.x0);
+  for (int i = 1; i < B; ++i)
+    for (double& v : x0[static_cast<std::size_t>(i)]) v += sigma * n(rng);
+  return x0;
+}
+
+// Empty when equal bit for bit.
+std::string difference(const solver::Solution& a, const solver::Solution& b) {
+  if (a.status != b.status) return std::string("status ") + solver::to_string(a.status) + " vs " + solver::to_string(b.status);
+  if (a.iterations != b.iterations) return "iterations";
+  if (!bitwise_equal(a.x, b.x) || !bitwise_equal(a.u, b.u)) return "x or u";
+  if (!bitwise_equal(a.lambda, b.lambda) || !bitwise_equal(a.z, b.z) || !bitwise_equal(a.s, b.s) ||
+      !bitwise_equal(a.y, b.y))
+    return "multipliers";
+  if (!same_bits(a.cost, b.cost)) return "cost";
+  return {};
+}
+
+// DeviceSqp alone, problem by problem, each from the batch's starting point: the file's default
+// guess (set_initial_state moves x0, not the guess, as Solver's does).
+std::vector<solver::Solution> alone(const problems::Problem& p, const std::vector<std::vector<double>>& x0) {
+  std::vector<solver::Solution> out;
+  solver::device::DeviceSqp d(p, device_fit(p));
+  std::vector<double> x, u;
+  solver::default_initial_guess(p, x, u);
+  for (const auto& start : x0) {
+    d.set_initial_state(start);
+    d.set_initial_guess(x, u);
+    d.solve();
+    out.push_back(d.solution());
+  }
+  return out;
+}
+
+TEST(BatchDevice, PoolGivesBitwiseWhatEachProblemGivesAloneForEveryThreadCount) {
+  for (const char* name : {"cartpole_swingup", "pendulum_swingup", "double_integrator_rest_to_rest"}) {
+    const problems::Problem p = load_config(name);
+    const auto x0 = starts(p, 6, 0.01);
+    const auto want = alone(p, x0);
+    for (int threads : {1, 2, 3, 7}) {
+      BatchOptions o;
+      o.threads = threads;
+      o.solver = device_fit(p);
+      BatchSolver batch(p, 6, o);
+      ASSERT_EQ(batch.path(), BatchPath::Device) << name;
+      for (int i = 0; i < 6; ++i) batch.set_initial_state(i, x0[std::size_t(i)]);
+      batch.solve();
+      for (int i = 0; i < 6; ++i) {
+        EXPECT_EQ(difference(batch.solution(i), want[std::size_t(i)]), "") << name << " problem " << i << ", "
+                                                                           << threads << " threads";
+        EXPECT_EQ(batch.stats(i).iterations, want[std::size_t(i)].iterations);
+        EXPECT_EQ(batch.stats(i).history().size(), std::size_t(want[std::size_t(i)].iterations) + 1);
+      }
+    }
+  }
+}
+
+TEST(BatchDevice, AgreesWithTheSolversPath) {
+  const problems::Problem p = load_config("cartpole_swingup");
+  const auto x0 = starts(p, 4, 0.05);
+  BatchOptions o;
+  o.solver = device_fit(p);
+  o.path = BatchPath::Solvers;
+  BatchSolver solvers(p, 4, o);
+  o.path = BatchPath::Device;
+  BatchSolver device(p, 4, o);
+  for (int i = 0; i < 4; ++i) {
+    solvers.set_initial_state(i, x0[std::size_t(i)]);
+    device.set_initial_state(i, x0[std::size_t(i)]);
+  }
+  EXPECT_EQ(solvers.solve(), device.solve());
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(solvers.status(i), device.status(i));
+    EXPECT_EQ(solvers.solution(i).iterations, device.solution(i).iterations);
+    EXPECT_NEAR(solvers.solution(i).cost, device.solution(i).cost, 1e-9 * std::abs(solvers.solution(i).cost));
+  }
+}
+
+TEST(BatchDevice, NanInOneProblemLeavesTheOthersBitwiseUnchanged) {
+  const problems::Problem p = load_config("pendulum_swingup");
+  auto x0 = starts(p, 4, 0.01);
+  const auto want = alone(p, x0);
+  x0[1][0] = std::numeric_limits<double>::quiet_NaN();
+  BatchOptions o;
+  o.threads = 2;
+  o.solver = device_fit(p);
+  BatchSolver batch(p, 4, o);
+  for (int i = 0; i < 4; ++i) batch.set_initial_state(i, x0[std::size_t(i)]);
+  EXPECT_EQ(batch.solve(), 3);
+  EXPECT_EQ(batch.status(1), Status::NumericalError);
+  for (int i : {0, 2, 3}) EXPECT_EQ(difference(batch.solution(i), want[std::size_t(i)]), "") << i;
+}
+
+// set_reference and set_bounds reach problem i's slice only; the result is a Solver's on a problem
+// given the same values.
+TEST(BatchDevice, PerProblemReferencesAndBoundsReachOnlyTheirProblem) {
+  problems::Problem p = load_config("pendulum_swingup");
+  BatchOptions o;
+  o.solver = device_fit(p);
+  BatchSolver batch(p, 3, o);
+  ASSERT_EQ(batch.path(), BatchPath::Device);
+  const problems::Reference ref = problems::Reference::constant({3.0, 0.0});
+  batch.set_reference(1, "upright", ref);
+  const std::vector<double> lo = {-2.5}, hi = {2.5};
+  batch.set_bounds(2, "torque_limit", lo, hi);
+  batch.solve();
+
+  solver::Solver plain(p, *o.solver);
+  plain.solve();
+  problems::Problem moved = p;
+  for (auto& c : moved.costs)
+    if (c->info().name == "upright") {
+      auto copy = std::make_shared<problems::StateCost>(dynamic_cast<const problems::StateCost&>(*c));
+      copy->set_reference(ref);
+      c = copy;
+    }
+  solver::Solver with_ref(moved, *o.solver);
+  with_ref.solve();
+  problems::Problem tight = load_config("pendulum_swingup", {"constraints[0].lower=[-2.5]", "constraints[0].upper=[2.5]"});
+  solver::Solver with_bounds(tight, *o.solver);
+  with_bounds.solve();
+
+  const auto near = [](const solver::Solution& a, const solver::Solution& b) {
+    return a.status == b.status && std::abs(a.cost - b.cost) <= 1e-9 * std::max(1.0, std::abs(b.cost));
+  };
+  EXPECT_TRUE(near(batch.solution(0), plain.solution()));
+  EXPECT_TRUE(near(batch.solution(1), with_ref.solution())) << batch.solution(1).cost << " " << with_ref.solution().cost;
+  EXPECT_TRUE(near(batch.solution(2), with_bounds.solution()))
+      << batch.solution(2).cost << " " << with_bounds.solution().cost;
+  // Negative control: the moved problems are other problems.
+  EXPECT_FALSE(near(batch.solution(1), plain.solution()));
+  EXPECT_FALSE(near(batch.solution(2), plain.solution()));
+  EXPECT_THROW(batch.set_bounds(0, "torque_limit", std::vector<double>{-INFINITY}, hi), std::invalid_argument);
+  EXPECT_THROW(batch.set_reference(0, "nope", ref), std::invalid_argument);
+}
+
+TEST(BatchDevice, AutoTakesTheDevicePathWhereItFitsAndSaysWhyNot) {
+  const problems::Problem p = load_config("cartpole_swingup");
+  BatchOptions o;
+  o.solver = device_fit(p);
+  EXPECT_EQ(BatchSolver(p, 2, o).path(), BatchPath::Device);
+  o.solver->hessian = solver::Hessian::Auto;
+  BatchSolver auto_hessian(p, 2, o);
+  EXPECT_EQ(auto_hessian.path(), BatchPath::Solvers);
+  EXPECT_NE(auto_hessian.device_path_refusal().find("solver.hessian"), std::string::npos);
+  // Asked for explicitly, the device path refuses what it cannot run, naming it.
+  o.path = BatchPath::Device;
+  EXPECT_THROW(BatchSolver(p, 2, o), problems::ProblemError);
+  // The device path has no Solver per problem and no warm start.
+  o.solver->hessian = solver::Hessian::GaussNewton;
+  BatchSolver device(p, 2, o);
+  EXPECT_THROW(device.solver(0), std::logic_error);
+  EXPECT_THROW(device.shift(0), std::logic_error);
+  // backend cuda without the CUDA engine is a clear error.
+  o.backend = solver::BatchBackend::Cuda;
+  try {
+    BatchSolver cuda(p, 2, o);
+    FAIL() << "a cuda batch was built without an engine";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("backend cuda"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace knot::test

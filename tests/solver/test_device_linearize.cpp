@@ -1,0 +1,485 @@
+// The device path's flat problem and linearize phase (solver/device/problem.hpp, linearize.hpp)
+// against the host objects it replaces: for every config that compiles, at random points near x0,
+// the LQ blocks, constraint rows and knot costs equal what the Problem's own Integrator, CostTerm and
+// ConstraintTerm objects give (the reference is built as sqp_linearize.cpp builds it), to 1e-13
+// relative; the row layout is the host Solver's; SerialGroup and ThreadedGroup of sizes 1, 2, 3, 7
+// agree bit for bit; unsupported configs are refused by name; and negative controls.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "knot/linalg/threaded_group.hpp"
+#include "knot/problems/error.hpp"
+#include "knot/solver/device/linearize.hpp"
+#include "test_sqp_common.hpp"
+
+namespace knot::test {
+namespace {
+
+using solver::device::BatchProblemData;
+using solver::device::LqView;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Everything linearize writes, poisoned with NaN so that an unwritten element shows.
+struct Output {
+  std::vector<double> lq, ineq_value, ineq_jac, eq_value, eq_jac, cost;
+  LqView<double> view;
+  bool ok = false;
+  explicit Output(const solver::device::BatchProblem& P) {
+    lq.assign(LqView<double>::size(P.nx, P.nu, P.N), kNaN);
+    view = LqView<double>::carve(P.nx, P.nu, P.N, lq.data());
+    const std::size_t nw = static_cast<std::size_t>(P.nx + P.nu);
+    ineq_value.assign(std::size_t(P.n_ineq), kNaN);
+    ineq_jac.assign(std::size_t(P.n_ineq) * nw, kNaN);
+    eq_value.assign(std::size_t(P.n_eq), kNaN);
+    eq_jac.assign(std::size_t(P.n_eq) * nw, kNaN);
+    cost.assign(std::size_t(P.N) + 1, kNaN);
+  }
+  Output(const Output&) = delete;
+  std::vector<double> all() const {
+    std::vector<double> v = lq;
+    for (const auto* p : {&ineq_value, &ineq_jac, &eq_value, &eq_jac, &cost}) v.insert(v.end(), p->begin(), p->end());
+    return v;
+  }
+};
+
+void run_serial(const BatchProblemData& d, const double* slice, const std::vector<double>& x,
+                const std::vector<double>& u, Output& o) {
+  const auto& P = d.problem;
+  std::vector<double> work(solver::device::linearize_work_size(P), kNaN);
+  linalg::SerialGroup g;
+  o.ok = solver::device::linearize(g, P, d.arena.data(), slice, x.data(), u.data(), o.view, o.ineq_value.data(),
+                                   o.ineq_jac.data(), o.eq_value.data(), o.eq_jac.data(), o.cost.data(), work.data());
+}
+
+// Runs on `threads` ranks; every rank's answer must be the same (checked, then returned in o.ok).
+void run_threaded(const BatchProblemData& d, const double* slice, const std::vector<double>& x,
+                  const std::vector<double>& u, int threads, Output& o) {
+  const auto& P = d.problem;
+  std::vector<double> work(std::size_t(threads) * solver::device::linearize_work_size(P), kNaN);
+  std::vector<int> answers(static_cast<std::size_t>(threads), -1);
+  linalg::run_threaded(threads, [&](linalg::ThreadedGroup& g) {
+    const bool ok =
+        solver::device::linearize(g, P, d.arena.data(), slice, x.data(), u.data(), o.view, o.ineq_value.data(),
+                                  o.ineq_jac.data(), o.eq_value.data(), o.eq_jac.data(), o.cost.data(), work.data());
+    answers[static_cast<std::size_t>(g.rank())] = ok ? 1 : 0;
+  });
+  for (int a : answers) ASSERT_EQ(a, answers[0]) << threads << " ranks disagree on the finiteness";
+  o.ok = answers[0] == 1;
+}
+
+// The host's linearization from the Problem's own objects, laid out as Output (sqp_linearize.cpp:
+// per knot zeroed blocks, each active cost's accumulate, the integrator's step_jacobian, and
+// evaluate_rows over the constraint terms of each kind in problem order).
+struct HostReference {
+  std::vector<double> A, B, c, Q, R, S, q, r, x_init, ineq_value, ineq_jac, eq_value, eq_jac, cost;
+  std::vector<int> ioff, eoff;
+  bool ok = true;
+};
+
+HostReference host_linearize(const problems::Problem& p, const std::vector<double>& x, const std::vector<double>& u) {
+  const int nx = p.nx(), nu = p.nu(), N = p.horizon.N, nw = nx + nu;
+  HostReference h;
+  auto data = p.model->make_data();
+  problems::Integrator integ(*p.model, p.horizon.integrator);
+  std::vector<const problems::ConstraintTerm*> ineq, eq;
+  for (const auto& c : p.constraints) (c->kind() == problems::ConstraintKind::Equality ? eq : ineq).push_back(c.get());
+  const auto offsets = [&](const std::vector<const problems::ConstraintTerm*>& terms) {
+    std::vector<int> off(std::size_t(N) + 2, 0);
+    for (int k = 0; k <= N; ++k) {
+      int m = 0;
+      for (const auto* t : terms)
+        if (t->active(k, N)) m += t->dim();
+      off[std::size_t(k) + 1] = off[std::size_t(k)] + m;
+    }
+    return off;
+  };
+  h.ioff = offsets(ineq);
+  h.eoff = offsets(eq);
+  h.A.assign(std::size_t(N) * nx * nx, 0.0);
+  h.B.assign(std::size_t(N) * nx * nu, 0.0);
+  h.c.assign(std::size_t(N) * nx, 0.0);
+  h.Q.assign(std::size_t(N + 1) * nx * nx, 0.0);
+  h.R.assign(std::size_t(N) * nu * nu, 0.0);
+  h.S.assign(std::size_t(N) * nu * nx, 0.0);
+  h.q.assign(std::size_t(N + 1) * nx, 0.0);
+  h.r.assign(std::size_t(N) * nu, 0.0);
+  h.ineq_value.assign(std::size_t(h.ioff.back()), 0.0);
+  h.ineq_jac.assign(std::size_t(h.ioff.back()) * nw, 0.0);
+  h.eq_value.assign(std::size_t(h.eoff.back()), 0.0);
+  h.eq_jac.assign(std::size_t(h.eoff.back()) * nw, 0.0);
+  h.cost.assign(std::size_t(N) + 1, 0.0);
+  std::vector<double> xn(static_cast<std::size_t>(nx)), tg(64), tgx(std::size_t(64) * nx), tgu(std::size_t(64) * nu);
+  for (int k = 0; k <= N; ++k) {
+    problems::StagePoint pt;
+    pt.k = k;
+    pt.N = N;
+    pt.dt = p.horizon.dt;
+    pt.x = x.data() + std::size_t(k) * nx;
+    pt.u = k < N ? u.data() + std::size_t(k) * nu : nullptr;
+    pt.u_prev = k > 0 ? u.data() + std::size_t(k - 1) * nu : nullptr;
+    pt.data = data.get();
+    problems::CostBlocks b;
+    b.gx = h.q.data() + std::size_t(k) * nx;
+    b.Hxx = h.Q.data() + std::size_t(k) * nx * nx;
+    if (k < N) {
+      b.gu = h.r.data() + std::size_t(k) * nu;
+      b.Huu = h.R.data() + std::size_t(k) * nu * nu;
+      b.Hux = h.S.data() + std::size_t(k) * nu * nx;
+    }
+    double cost = 0;
+    for (const auto& c : p.costs)
+      if (c->active(k, N)) cost += c->accumulate(pt, b);
+    h.cost[std::size_t(k)] = cost;
+    if (k < N) {
+      const auto st = integ.step_jacobian(*data, pt.x, pt.u, p.horizon.dt, xn.data(),
+                                          h.A.data() + std::size_t(k) * nx * nx, h.B.data() + std::size_t(k) * nx * nu);
+      h.ok = h.ok && st == problems::IntegratorStatus::Ok;
+      for (int i = 0; i < nx; ++i) h.c[std::size_t(k) * nx + i] = xn[std::size_t(i)] - pt.x[nx + i];
+    }
+    for (int kind = 0; kind < 2; ++kind) {
+      const auto& terms = kind == 0 ? ineq : eq;
+      double* values = (kind == 0 ? h.ineq_value : h.eq_value).data();
+      double* jac = (kind == 0 ? h.ineq_jac : h.eq_jac).data();
+      int row = (kind == 0 ? h.ioff : h.eoff)[std::size_t(k)];
+      for (const auto* t : terms) {
+        if (!t->active(k, N)) continue;
+        const int m = t->dim();
+        std::fill(tgx.begin(), tgx.end(), 0.0);
+        std::fill(tgu.begin(), tgu.end(), 0.0);
+        t->jacobian(pt, tg.data(), tgx.data(), pt.u != nullptr ? tgu.data() : nullptr);
+        for (int i = 0; i < m; ++i) {
+          values[row + i] = tg[std::size_t(i)];
+          double* J = jac + std::size_t(row + i) * nw;
+          for (int j = 0; j < nx; ++j) J[j] = tgx[std::size_t(i) + std::size_t(j) * m];
+          for (int j = 0; j < nu; ++j) J[nx + j] = pt.u != nullptr ? tgu[std::size_t(i) + std::size_t(j) * m] : 0.0;
+        }
+        row += m;
+      }
+    }
+  }
+  for (int i = 0; i < nx; ++i) h.x_init.push_back(p.x0[std::size_t(i)] - x[std::size_t(i)]);
+  return h;
+}
+
+// Compares n values in blocks of `block` (one knot's A_k, Q_k, c_k, one Jacobian row, ...), each to
+// 1e-13 relative, normwise: ||a - b|| <= 1e-13 max(1, ||b||) (Frobenius). The arithmetic is the host's,
+// operation for operation; what differs is the compiler's contraction of a * b + c into FMAs (-march
+// with FMA, GCC's default -ffp-contract=fast for C++), which moves a result by a few ulps of the
+// largest term it sums, and the manipulator's mass-matrix solve amplifies that by its condition
+// number. Built with -ffp-contract=off (CMAKE_CXX_FLAGS) every value of this test is bitwise the
+// host's. Counts the bitwise-equal values and keeps the largest normwise difference.
+struct Compare {
+  std::size_t total = 0, bitwise = 0;
+  double worst = 0;
+  void operator()(const std::string& what, const double* a, const double* b, std::size_t n, std::size_t block = 1) {
+    for (std::size_t b0 = 0; b0 < n; b0 += block) {
+      const std::size_t b1 = std::min(n, b0 + block);
+      double diff = 0, norm = 0;
+      for (std::size_t i = b0; i < b1; ++i) {
+        ++total;
+        bitwise += a[i] == b[i];
+        diff += (a[i] - b[i]) * (a[i] - b[i]);
+        norm += b[i] * b[i];
+      }
+      const double rel = std::sqrt(diff) / std::max(1.0, std::sqrt(norm));
+      worst = std::max(worst, rel);
+      ASSERT_LE(rel, 1e-13) << what << " block at " << b0 << " (" << b1 - b0 << " values): device " << a[b0]
+                            << ", host " << b[b0];
+    }
+  }
+};
+
+struct Point {
+  std::vector<double> x, u;
+};
+
+// x_k = x0 + 0.1 N(0, 1), u_k = 0.3 N(0, 1) (the manipulator's torques 3 N(0, 1)).
+Point random_point(const problems::Problem& p, std::mt19937_64& rng) {
+  std::normal_distribution<double> n01;
+  const int nx = p.nx(), nu = p.nu(), N = p.horizon.N;
+  const double us = p.model->type() == "manipulator" ? 3.0 : 0.3;
+  Point pt;
+  for (int k = 0; k <= N; ++k)
+    for (int i = 0; i < nx; ++i) pt.x.push_back(p.x0[std::size_t(i)] + 0.1 * n01(rng));
+  for (int k = 0; k < N; ++k)
+    for (int i = 0; i < nu; ++i) pt.u.push_back(us * n01(rng));
+  return pt;
+}
+
+// Configs with a device path, and those refused with the term that is not.
+const std::vector<std::string> kRefused = {"cartpole_swingup_smooth", "unicycle_obstacles", "planar_quadrotor"};
+
+struct Case {
+  std::string config;
+  std::vector<std::string> overrides;
+};
+
+// Every config with a device path, and each explicit scheme on a first-order model, a model with an
+// analytic host Jacobian, and the manipulator (velocity rows).
+std::vector<Case> compiling_cases() {
+  std::vector<Case> out;
+  for (const std::string& name : config_names())
+    if (std::find(kRefused.begin(), kRefused.end(), name) == kRefused.end()) out.push_back({name, {}});
+  for (const char* scheme : {"euler", "semi_implicit_euler", "rk4"})
+    for (const char* name : {"cartpole_swingup", "iiwa14_reach", "bryson_denham", "acrobot_swingup"})
+      out.push_back({name, {std::string("horizon.integrator=") + scheme}});
+  return out;
+}
+
+TEST(DeviceLinearize, MatchesTheHostLinearizationOnEveryConfig) {
+  std::mt19937_64 rng(20261202);
+  std::size_t configs = 0;
+  for (const Case& c : compiling_cases()) {
+    const std::string name = c.config + (c.overrides.empty() ? "" : " " + c.overrides[0]);
+    SCOPED_TRACE(name);
+    const problems::Problem p = load_config(c.config, c.overrides);
+    ASSERT_EQ(solver::device::device_path_unsupported(p), "");
+    const BatchProblemData d = solver::device::compile_batch_problem(p);
+    const auto& P = d.problem;
+    // The row layout is the host Solver's (z, s, y laid out as Solution's).
+    const solver::Solver host(p, sqp_options(p));
+    const int* io = solver::device::row_offsets(P, d.arena.data(), solver::device::ConstraintSet::Inequality);
+    const int* eo = solver::device::row_offsets(P, d.arena.data(), solver::device::ConstraintSet::Equality);
+    for (int k = 0; k <= P.N + 1; ++k) {
+      ASSERT_EQ(io[k], host.inequality_offset(k)) << "knot " << k;
+      ASSERT_EQ(eo[k], host.equality_offset(k)) << "knot " << k;
+    }
+    ASSERT_EQ(P.n_ineq, static_cast<int>(host.solution().z.size()));
+    ASSERT_EQ(P.n_eq, static_cast<int>(host.solution().y.size()));
+    Compare cmp;
+    for (int trial = 0; trial < 3; ++trial) {
+      const Point pt = random_point(p, rng);
+      const HostReference h = host_linearize(p, pt.x, pt.u);
+      ASSERT_TRUE(h.ok);
+      Output o(P);
+      run_serial(d, d.slice.data(), pt.x, pt.u, o);
+      ASSERT_TRUE(o.ok);
+      const LqView<double>& v = o.view;
+      const std::size_t N = std::size_t(P.N), nx = std::size_t(P.nx), nu = std::size_t(P.nu);
+      const std::size_t nw = nx + nu;
+      cmp("A", v.A, h.A.data(), N * nx * nx, nx * nx);
+      cmp("B", v.B, h.B.data(), N * nx * nu, nx * nu);
+      cmp("c", v.c, h.c.data(), N * nx, nx);
+      cmp("Q", v.Q, h.Q.data(), (N + 1) * nx * nx, nx * nx);
+      cmp("R", v.R, h.R.data(), N * nu * nu, nu * nu);
+      cmp("S", v.S, h.S.data(), N * nu * nx, nu * nx);
+      cmp("q", v.q, h.q.data(), (N + 1) * nx, nx);
+      cmp("r", v.r, h.r.data(), N * nu, nu);
+      cmp("x_init", v.x_init, h.x_init.data(), nx, nx);
+      cmp("ineq_value", o.ineq_value.data(), h.ineq_value.data(), h.ineq_value.size());
+      cmp("ineq_jac", o.ineq_jac.data(), h.ineq_jac.data(), h.ineq_jac.size(), nw);
+      cmp("eq_value", o.eq_value.data(), h.eq_value.data(), h.eq_value.size());
+      cmp("eq_jac", o.eq_jac.data(), h.eq_jac.data(), h.eq_jac.size(), nw);
+      cmp("cost", o.cost.data(), h.cost.data(), h.cost.size());
+      if (HasFatalFailure()) return;
+      // step() alone agrees with step_jacobian's x_next.
+      std::vector<double> work(solver::device::step_work_size(P)), y(nx), y2(nx), A(nx * nx), B(nx * nu);
+      ASSERT_TRUE(solver::device::step(P, d.arena.data(), pt.x.data(), pt.u.data(), y.data(), work.data()));
+      ASSERT_TRUE(solver::device::step_jacobian(P, d.arena.data(), pt.x.data(), pt.u.data(), y2.data(), A.data(),
+                                                B.data(), work.data()));
+      cmp("step", y.data(), y2.data(), nx, nx);
+    }
+    std::printf("%-50s model %-18s %7zu values, %7zu bitwise equal, largest difference %.2g of its block\n",
+                name.c_str(), std::string(p.model->type()).c_str(), cmp.total, cmp.bitwise, cmp.worst);
+    ++configs;
+  }
+  EXPECT_GE(configs, 20u);
+}
+
+TEST(DeviceLinearize, GroupSizesAgreeBitwise) {
+  std::mt19937_64 rng(7);
+  for (const char* name : {"cartpole_swingup", "iiwa14_reach", "chain_of_masses", "double_integrator_lqr"}) {
+    SCOPED_TRACE(name);
+    const problems::Problem p = load_config(name);
+    const BatchProblemData d = solver::device::compile_batch_problem(p);
+    const Point pt = random_point(p, rng);
+    Output serial(d.problem);
+    run_serial(d, d.slice.data(), pt.x, pt.u, serial);
+    ASSERT_TRUE(serial.ok);
+    const std::vector<double> ref = serial.all();
+    for (int threads : {1, 2, 3, 7}) {
+      Output o(d.problem);
+      run_threaded(d, d.slice.data(), pt.x, pt.u, threads, o);
+      ASSERT_TRUE(o.ok) << threads;
+      const std::vector<double> got = o.all();
+      ASSERT_EQ(got.size(), ref.size());
+      EXPECT_EQ(std::memcmp(got.data(), ref.data(), got.size() * sizeof(double)), 0) << threads << " ranks";
+    }
+  }
+}
+
+TEST(DeviceLinearize, RefusesWhatHasNoDevicePathByName) {
+  const struct {
+    const char* config;
+    const char* names;
+  } cases[] = {{"cartpole_swingup_smooth", "(control_rate) has no device path yet"},
+               {"unicycle_obstacles", "(circle_obstacle) has no device path yet"},
+               {"planar_quadrotor", "model 'expression' has no device path yet"}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.config);
+    const problems::Problem p = load_config(c.config);
+    const std::string why = solver::device::device_path_unsupported(p);
+    EXPECT_NE(why.find(c.names), std::string::npos) << why;
+    try {
+      (void)solver::device::compile_batch_problem(p);
+      ADD_FAILURE() << "compiled";
+    } catch (const problems::ProblemError& e) {
+      EXPECT_NE(std::string(e.what()).find("no device path yet"), std::string::npos) << e.what();
+    }
+  }
+  // The term's own name is in the sentence.
+  const problems::Problem smooth = load_config("cartpole_swingup_smooth");
+  for (const auto& cost : smooth.costs) {
+    if (cost->type() != "control_rate") continue;
+    EXPECT_NE(solver::device::device_path_unsupported(smooth).find("'" + cost->info().name + "'"), std::string::npos);
+  }
+  // An implicit integrator too.
+  const problems::Problem implicit = load_config("cartpole_swingup", {"horizon.integrator=implicit_euler"});
+  EXPECT_NE(solver::device::device_path_unsupported(implicit).find("implicit_euler"), std::string::npos);
+}
+
+// Negative controls: the comparison sees a changed reference, and non-finite inputs give false on
+// every rank.
+TEST(DeviceLinearize, NegativeControls) {
+  const problems::Problem p = load_config("cartpole_swingup");
+  const BatchProblemData d = solver::device::compile_batch_problem(p);
+  std::mt19937_64 rng(11);
+  const Point pt = random_point(p, rng);
+  Output base(d.problem);
+  run_serial(d, d.slice.data(), pt.x, pt.u, base);
+  ASSERT_TRUE(base.ok);
+
+  // A state cost's reference moved in this problem's slice moves its gradient, and only it.
+  std::string state_cost;
+  std::vector<double> ref;
+  for (const auto& c : p.costs)
+    if (c->type() == "state") {
+      state_cost = c->info().name;
+      ref.assign(c->reference()->at(0).begin(), c->reference()->at(0).end());
+      break;
+    }
+  ASSERT_FALSE(state_cost.empty());
+  std::vector<double> slice = d.slice;
+  for (double& v : ref) v += 0.25;
+  solver::device::set_slice_reference(d, slice.data(), state_cost, ref);
+  Output moved(d.problem);
+  run_serial(d, slice.data(), pt.x, pt.u, moved);
+  ASSERT_TRUE(moved.ok);
+  EXPECT_NE(base.lq, moved.lq);
+  EXPECT_EQ(std::vector<double>(base.view.A, base.view.A + d.problem.N * 16),
+            std::vector<double>(moved.view.A, moved.view.A + d.problem.N * 16));
+  // The host reference with the same move agrees with the moved slice, not the base one.
+  problems::Problem p2 = load_config("cartpole_swingup");
+  for (const auto& c : p2.costs)
+    if (c->info().name == state_cost) c->set_reference(problems::Reference::constant(ref));
+  const HostReference h2 = host_linearize(p2, pt.x, pt.u);
+  for (int k = 0; k <= d.problem.N; ++k)
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(moved.view.q_k(k)[i], h2.q[std::size_t(k) * 4 + i]);
+
+  // x0 in the slice: x_init follows.
+  std::vector<double> x0 = p.x0;
+  x0[1] += 1.0;
+  solver::device::set_slice_initial_state(d, slice.data(), x0);
+  Output shifted(d.problem);
+  run_serial(d, slice.data(), pt.x, pt.u, shifted);
+  EXPECT_EQ(shifted.view.x_init[1], x0[1] - pt.x[1]);
+
+  // A NaN anywhere in x or u: false, from every rank.
+  for (int threads : {1, 3}) {
+    Point bad = pt;
+    bad.x[std::size_t(7 * 4 + 2)] = kNaN;
+    Output o(d.problem);
+    run_threaded(d, d.slice.data(), bad.x, bad.u, threads, o);
+    EXPECT_FALSE(o.ok) << threads;
+    bad = pt;
+    bad.u[3] = std::numeric_limits<double>::infinity();
+    Output o2(d.problem);
+    run_threaded(d, d.slice.data(), bad.x, bad.u, threads, o2);
+    EXPECT_FALSE(o2.ok) << threads;
+  }
+}
+
+TEST(DeviceLinearize, SliceBoundsKeepTheRowLayout) {
+  const problems::Problem p = load_config("cartpole_swingup");
+  const BatchProblemData d = solver::device::compile_batch_problem(p);
+  std::string box;
+  std::vector<double> lo, hi;
+  for (const auto& c : p.constraints)
+    if (c->type() == "control_box") {
+      box = c->info().name;
+      lo = c->box()->lower;
+      hi = c->box()->upper;
+    }
+  ASSERT_FALSE(box.empty());
+  std::vector<double> slice = d.slice;
+  std::vector<double> hi2 = hi;
+  for (double& v : hi2) {
+    if (std::isfinite(v)) v *= 0.5;
+  }
+  solver::device::set_slice_bounds(d, slice.data(), box, lo, hi2);
+  std::mt19937_64 rng(3);
+  const Point pt = random_point(p, rng);
+  Output a(d.problem), b(d.problem);
+  run_serial(d, d.slice.data(), pt.x, pt.u, a);
+  run_serial(d, slice.data(), pt.x, pt.u, b);
+  EXPECT_NE(a.ineq_value, b.ineq_value);
+  EXPECT_EQ(a.ineq_jac, b.ineq_jac);
+  // A bound that would add or remove a row is refused.
+  std::vector<double> inf = hi;
+  inf[0] = std::isfinite(hi[0]) ? std::numeric_limits<double>::infinity() : 1.0;
+  EXPECT_THROW(solver::device::set_slice_bounds(d, slice.data(), box, lo, inf), std::invalid_argument);
+  EXPECT_THROW(solver::device::set_slice_bounds(d, slice.data(), "no_such_box", lo, hi), std::invalid_argument);
+  EXPECT_THROW(solver::device::set_slice_reference(d, slice.data(), "no_such_cost", std::vector<double>{1.0}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace knot::test
+
+namespace knot::test {
+namespace {
+
+// The float instance (the GPU's single-precision path) on the host: the same phase in float agrees
+// with the double one to single precision (relative to each block, as above).
+TEST(DeviceLinearize, FloatInstanceAgreesToSinglePrecision) {
+  for (const char* name : {"cartpole_swingup", "iiwa14_reach"}) {
+    SCOPED_TRACE(name);
+    const problems::Problem p = load_config(name);
+    const BatchProblemData d = solver::device::compile_batch_problem(p);
+    const auto& P = d.problem;
+    std::mt19937_64 rng(5);
+    const Point pt = random_point(p, rng);
+    Output o(P);
+    run_serial(d, d.slice.data(), pt.x, pt.u, o);
+    ASSERT_TRUE(o.ok);
+    const std::vector<float> xf(pt.x.begin(), pt.x.end()), uf(pt.u.begin(), pt.u.end());
+    std::vector<float> lq(LqView<float>::size(P.nx, P.nu, P.N), NAN);
+    const std::size_t nw = std::size_t(P.nx + P.nu);
+    std::vector<float> iv(std::size_t(P.n_ineq)), ij(std::size_t(P.n_ineq) * nw), ev(std::size_t(P.n_eq)),
+        ej(std::size_t(P.n_eq) * nw), cost(std::size_t(P.N) + 1), work(solver::device::linearize_work_size<float>(P));
+    linalg::SerialGroup g;
+    ASSERT_TRUE(solver::device::linearize(g, P, d.arena.data(), d.slice.data(), xf.data(), uf.data(),
+                                          LqView<float>::carve(P.nx, P.nu, P.N, lq.data()), iv.data(), ij.data(),
+                                          ev.data(), ej.data(), cost.data(), work.data()));
+    const std::size_t block = std::size_t(P.nx) * P.nx;
+    for (std::size_t b0 = 0; b0 < std::size_t(P.N) * block; b0 += block) {  // the A_k
+      double diff = 0, norm = 0;
+      for (std::size_t i = b0; i < b0 + block; ++i) {
+        diff += (double(lq[i]) - o.lq[i]) * (double(lq[i]) - o.lq[i]);
+        norm += o.lq[i] * o.lq[i];
+      }
+      EXPECT_LE(std::sqrt(diff) / std::max(1.0, std::sqrt(norm)), 1e-4) << "A block at " << b0;
+    }
+    for (int k = 0; k <= P.N; ++k)
+      EXPECT_NEAR(cost[std::size_t(k)], o.cost[std::size_t(k)], 1e-4 * std::max(1.0, std::abs(o.cost[std::size_t(k)])));
+  }
+}
+
+}  // namespace
+}  // namespace knot::test

@@ -1,0 +1,200 @@
+// The device path's SQP driver (device/sqp.hpp through DeviceSqp) against Solver, the reference: on
+// every config that fits the device path, on random cart-pole starts, for every group size.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "knot/linalg/threaded_group.hpp"
+#include "knot/problems/error.hpp"
+#include "knot/solver/device/device_sqp.hpp"
+#include "knot/solver/solver.hpp"
+#include "test_sqp_common.hpp"
+
+namespace knot::test {
+namespace {
+
+using solver::Solver;
+using solver::SolverOptions;
+using solver::Status;
+using solver::device::DeviceSqp;
+
+// The options both sides run: the file's, with the Gauss-Newton Hessian and the Riccati step that
+// the device path takes.
+SolverOptions device_fit(const problems::Problem& p) {
+  SolverOptions o = sqp_options(p);
+  o.hessian = solver::Hessian::GaussNewton;
+  o.lq.linsys = solver::Linsys::Riccati;
+  return o;
+}
+
+double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
+  double m = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
+  return m;
+}
+
+double max_abs(const std::vector<double>& a) {
+  double m = 0;
+  for (double v : a) m = std::max(m, std::abs(v));
+  return m;
+}
+
+// Empty when the two solutions agree (status, cost to 1e-9 relative, the trajectory to 1e-6
+// relative); else what differs.
+std::string disagreement(const solver::Solution& want, const solver::Solution& got) {
+  std::string out;
+  if (want.status != got.status)
+    out += std::string("status ") + solver::to_string(want.status) + " vs " + solver::to_string(got.status) + "; ";
+  if (solver::is_solved(want.status) && !(std::abs(want.cost - got.cost) <= 1e-9 * std::max(1.0, std::abs(want.cost))))
+    out += "cost " + std::to_string(want.cost) + " vs " + std::to_string(got.cost) + "; ";
+  if (solver::is_solved(want.status)) {
+    if (!(max_abs_diff(want.x, got.x) <= 1e-6 * std::max(1.0, max_abs(want.x)))) out += "x differs; ";
+    if (!(max_abs_diff(want.u, got.u) <= 1e-6 * std::max(1.0, max_abs(want.u)))) out += "u differs; ";
+  }
+  return out;
+}
+
+TEST(DeviceSqp, AgreesWithSolverOnEveryConfigThatFits) {
+  int fitted = 0;
+  std::vector<std::string> refused;
+  for (const std::string& name : config_names()) {
+    problems::Problem p = load_config(name);
+    const SolverOptions o = device_fit(p);
+    if (const std::string why = solver::device::device_sqp_unsupported(p, o); !why.empty()) {
+      refused.push_back(name + ": " + why);
+      continue;
+    }
+    if (kUnderSanitizer && p.nx() > 8) continue;
+    ++fitted;
+    Solver s(p, o);
+    s.solve();
+    DeviceSqp d(p, o);
+    d.solve();
+    EXPECT_EQ(disagreement(s.solution(), d.solution()), "") << name;
+    EXPECT_EQ(s.solution().iterations, d.solution().iterations) << name;
+    std::printf("  %-32s %-18s %3d iterations  cost %.12g (Solver %.12g)\n", name.c_str(),
+                solver::to_string(d.solution().status), d.solution().iterations, d.solution().cost, s.solution().cost);
+    // The final row's residuals are the device's own measurement of the answer.
+    ASSERT_GT(d.rows().size(), 0u) << name;
+    if (solver::is_solved(d.solution().status)) {
+      EXPECT_LE(d.rows().back().feasibility, std::max(o.tol_feasibility, o.acceptable_tol)) << name;
+    }
+  }
+  // Every model of the shipped configs but the expression one, and every term but the obstacle,
+  // the control rate and the expression terms, runs on the device path.
+  EXPECT_GE(fitted, kUnderSanitizer ? 6 : 9);
+  for (const std::string& r : refused) std::printf("  not on the device path: %s\n", r.c_str());
+}
+
+TEST(DeviceSqp, AgreesWithSolverOnRandomCartPoleStarts) {
+  problems::Problem p = load_config("cartpole_swingup");
+  const SolverOptions o = device_fit(p);
+  Solver s(p, o);
+  DeviceSqp d(p, o);
+  int solved = 0;
+  std::string statuses;
+  const int n = kUnderSanitizer ? 4 : 30;
+  for (const auto& x0 : cartpole_starts(n)) {
+    std::vector<double> x, u;
+    p.x0.assign(x0.begin(), x0.end());
+    solver::default_initial_guess(p, x, u);
+    s.set_initial_state(p.x0);
+    s.set_initial_guess(x, u);
+    s.solve();
+    d.set_initial_state(p.x0);
+    d.set_initial_guess(x, u);
+    d.solve();
+    EXPECT_EQ(disagreement(s.solution(), d.solution()), "") << x0[0] << " " << x0[1];
+    EXPECT_EQ(s.solution().iterations, d.solution().iterations) << x0[0] << " " << x0[1];
+    solved += solver::is_solved(d.solution().status);
+    statuses += std::string(solver::to_string(d.solution().status)) + " ";
+  }
+  EXPECT_GT(solved, n / 2);
+  std::printf("  statuses: %s\n", statuses.c_str());
+}
+
+// The results of solve_on for every group size, bit for bit.
+struct Snapshot {
+  std::vector<double> x, u, lambda, z, s, y;
+  double cost = 0, mu = 0;
+  Status status = Status::NotRun;
+  int iterations = 0;
+  bool operator==(const Snapshot&) const = default;
+};
+
+Snapshot snapshot(const DeviceSqp& d) {
+  const solver::Solution& s = d.solution();
+  return {s.x, s.u, s.lambda, s.z, s.s, s.y, s.cost, s.mu, s.status, s.iterations};
+}
+
+TEST(DeviceSqp, EveryGroupSizeGivesBitwiseTheSameSolve) {
+  // Unconstrained, boxes on controls (central start, barrier), a terminal equality, and the arm.
+  for (const char* name : {"cartpole_swingup", "pendulum_swingup", "double_integrator_rest_to_rest", "iiwa14_reach"}) {
+    problems::Problem p = load_config(name);
+    if (kUnderSanitizer && p.nx() > 8) continue;
+    const SolverOptions o = device_fit(p);
+    ASSERT_EQ(solver::device::device_sqp_unsupported(p, o), "") << name;
+    DeviceSqp d(p, o, 7);
+    d.solve();
+    const Snapshot serial = snapshot(d);
+    EXPECT_NE(serial.status, Status::NotRun) << name;
+    for (int threads : {1, 2, 3, 7}) {
+      std::vector<double> x, u;
+      solver::default_initial_guess(p, x, u);
+      d.set_initial_guess(x, u);
+      linalg::run_threaded(threads, [&](linalg::ThreadedGroup& g) { d.solve_on(g); });
+      EXPECT_TRUE(snapshot(d) == serial) << name << " on " << threads << " threads";
+    }
+  }
+}
+
+TEST(DeviceSqp, NonFiniteInitialStateIsANumericalError) {
+  problems::Problem p = load_config("cartpole_swingup");
+  DeviceSqp d(p, device_fit(p));
+  std::vector<double> x0 = p.x0;
+  x0[2] = std::nan("");
+  d.set_initial_state(x0);
+  EXPECT_EQ(d.solve(), Status::NumericalError);
+  EXPECT_NE(std::string(d.solution().message()).find("initial state"), std::string::npos) << d.solution().message();
+  // The next problem, with a finite state, solves again.
+  d.set_initial_state(p.x0);
+  EXPECT_TRUE(solver::is_solved(d.solve()));
+}
+
+// Negative control: the comparison above would catch a device solve of another problem (the same
+// structure, a slightly different initial state).
+TEST(DeviceSqp, ComparisonCatchesAnotherProblem) {
+  problems::Problem p = load_config("cartpole_swingup");
+  const SolverOptions o = device_fit(p);
+  Solver s(p, o);
+  s.solve();
+  DeviceSqp d(p, o);
+  std::vector<double> x0 = p.x0;
+  x0[0] += 1e-3;
+  d.set_initial_state(x0);
+  d.solve();
+  ASSERT_TRUE(solver::is_solved(d.solution().status));
+  EXPECT_NE(disagreement(s.solution(), d.solution()), "");
+}
+
+TEST(DeviceSqp, RefusalsNameTheOptionOrTerm) {
+  problems::Problem p = load_config("cartpole_swingup");
+  SolverOptions o = device_fit(p);
+  o.hessian = solver::Hessian::Auto;
+  EXPECT_NE(solver::device::device_sqp_unsupported(p, o).find("solver.hessian"), std::string::npos);
+  o = device_fit(p);
+  o.lq.linsys = solver::Linsys::Pcg;
+  EXPECT_NE(solver::device::device_sqp_unsupported(p, o).find("solver.linsys"), std::string::npos);
+  o = device_fit(p);
+  o.time_limit = 1;
+  EXPECT_NE(solver::device::device_sqp_unsupported(p, o).find("time_limit"), std::string::npos);
+  problems::Problem smooth = load_config("cartpole_swingup_smooth");
+  EXPECT_NE(solver::device::device_sqp_unsupported(smooth, device_fit(smooth)).find("smooth"), std::string::npos);
+  EXPECT_THROW(DeviceSqp d(smooth, device_fit(smooth)), problems::ProblemError);
+}
+
+}  // namespace
+}  // namespace knot::test

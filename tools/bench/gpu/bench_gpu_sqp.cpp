@@ -1,0 +1,128 @@
+// knot_bench_gpu_sqp: the batched SQP on the GPU (CudaBatch), iiwa14 by horizon N and batch size B.
+//
+//   knot_bench_gpu_sqp [--config NAME] [--N 32,64,128,256] [--B 1,16,128,1024] [--reps 5] [--threads T]
+//
+// For each (N, B): one SQP iteration (max_iter = 1: the first linearization, one step, the next
+// iterate's linearization and residuals) and one full solve (the file's max_iter), from B initial
+// states x0 + 0.01 N(0, 1) (problem 0 the file's). Wall clock of CudaBatch::solve (graph launch to
+// the end of the downloads), median of --reps after one warm-up. Prints one table row per (N, B):
+// the two medians, iterations of the slowest problem, problems solved. Exit 1 on a CUDA error.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "knot/problems/loader.hpp"
+#include "knot/solver/cuda/batch_cuda.hpp"
+#include "knot/solver/device/device_sqp.hpp"
+
+namespace {
+
+using namespace knot;
+
+std::vector<int> parse_list(const std::string& s) {
+  std::vector<int> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) out.push_back(std::atoi(item.c_str()));
+  return out;
+}
+
+struct Timing {
+  double median_s = 0;
+  int max_iterations = 0;
+  int solved = 0;
+  std::string error;
+};
+
+Timing time_solves(const problems::Problem& p, const solver::SolverOptions& o, int B, int reps, int threads) {
+  Timing t;
+  const solver::device::BatchProblemData data = solver::device::compile_batch_problem(p);
+  std::unique_ptr<solver::cuda::CudaBatch> batch;
+  const auto st = solver::cuda::CudaBatch::create(data, solver::device::device_options(o), B, threads, false, &batch);
+  if (!st.ok()) {
+    t.error = linalg::cuda::to_string(st);
+    return t;
+  }
+  std::mt19937_64 rng(20261202);
+  std::normal_distribution<double> n(0.0, 1.0);
+  std::vector<std::vector<double>> guess(static_cast<std::size_t>(B));
+  for (int i = 0; i < B; ++i) {
+    std::vector<double> x0 = p.x0;
+    if (i > 0)
+      for (double& v : x0) v += 0.01 * n(rng);
+    for (std::size_t j = 0; j < x0.size(); ++j) batch->slice(i)[data.problem.x0 + j] = x0[j];
+    guess[static_cast<std::size_t>(i)].assign(batch->iterate(i), batch->iterate(i) + batch->iterate_size());
+    for (int k = 0; k <= p.horizon.N; ++k)
+      std::copy(x0.begin(), x0.end(), guess[static_cast<std::size_t>(i)].begin() + std::size_t(k) * p.nx());
+  }
+  std::vector<double> seconds;
+  for (int r = 0; r <= reps; ++r) {
+    for (int i = 0; i < B; ++i) std::copy(guess[std::size_t(i)].begin(), guess[std::size_t(i)].end(), batch->iterate(i));
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto s = batch->solve();
+    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!s.ok()) {
+      t.error = linalg::cuda::to_string(s);
+      return t;
+    }
+    if (r > 0) seconds.push_back(dt);  // the first is the warm-up
+  }
+  std::sort(seconds.begin(), seconds.end());
+  t.median_s = seconds[seconds.size() / 2];
+  for (int i = 0; i < B; ++i) {
+    t.max_iterations = std::max(t.max_iterations, batch->result(i).iterations);
+    t.solved += solver::is_solved(batch->result(i).status) ? 1 : 0;
+  }
+  return t;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string config = "iiwa14_reach";
+  std::vector<int> Ns = {32, 64, 128, 256}, Bs = {1, 16, 128, 1024};
+  int reps = 5, threads = 0;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i], v = argv[i + 1];
+    if (a == "--config") config = v;
+    else if (a == "--N") Ns = parse_list(v);
+    else if (a == "--B") Bs = parse_list(v);
+    else if (a == "--reps") reps = std::max(1, std::atoi(v.c_str()));
+    else if (a == "--threads") threads = std::atoi(v.c_str());
+    else {
+      std::fprintf(stderr, "unknown option %s\n", a.c_str());
+      return 2;
+    }
+  }
+  const auto path = std::filesystem::path(KNOT_CONFIGS_DIR) / (config + ".yaml");
+  std::printf("SQP %s on the GPU (CudaBatch, double, Gauss-Newton, Riccati), median of %d\n", config.c_str(), reps);
+  std::printf("SQP %6s %6s %14s %14s %10s %8s\n", "N", "B", "1 iter (us)", "solve (ms)", "iters", "solved");
+  int rc = 0;
+  for (int N : Ns)
+    for (int B : Bs) {
+      const problems::Problem p = problems::load_problem(path, {"horizon.N=" + std::to_string(N)});
+      solver::SolverOptions o = solver::from_settings(p.solver);
+      o.hessian = solver::Hessian::GaussNewton;
+      o.lq.linsys = solver::Linsys::Riccati;
+      solver::SolverOptions one = o;
+      one.max_iter = 1;
+      const Timing a = time_solves(p, one, B, reps, threads);
+      const Timing b = a.error.empty() ? time_solves(p, o, B, reps, threads) : a;
+      if (!a.error.empty() || !b.error.empty()) {
+        std::printf("SQP %6d %6d  error: %s\n", N, B, (a.error.empty() ? b.error : a.error).c_str());
+        rc = 1;
+        continue;
+      }
+      std::printf("SQP %6d %6d %14.1f %14.3f %10d %5d/%d\n", N, B, 1e6 * a.median_s, 1e3 * b.median_s,
+                  b.max_iterations, b.solved, B);
+      std::fflush(stdout);
+    }
+  return rc;
+}
