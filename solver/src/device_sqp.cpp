@@ -24,6 +24,12 @@ std::string device_sqp_unsupported(const problems::Problem& problem, const Solve
   return {};
 }
 
+SolverOptions device_path_options(SolverOptions options) {
+  options.hessian = Hessian::GaussNewton;
+  options.lq.linsys = Linsys::Riccati;
+  return options;
+}
+
 DeviceOptions device_options(const SolverOptions& s) {
   DeviceOptions o;
   o.max_iter = s.max_iter;

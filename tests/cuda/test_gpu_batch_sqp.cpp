@@ -35,11 +35,9 @@ problems::Problem load(const std::string& name) {
   return problems::load_problem(fs::path(KNOT_CONFIGS_DIR) / (name + ".yaml"));
 }
 
+// The file's options with what the device path needs (Gauss-Newton, Riccati).
 solver::SolverOptions device_fit(const problems::Problem& p) {
-  solver::SolverOptions o = solver::from_settings(p.solver);
-  o.hessian = solver::Hessian::GaussNewton;
-  o.lq.linsys = solver::Linsys::Riccati;
-  return o;
+  return solver::device::device_path_options(solver::from_settings(p.solver));
 }
 
 // B initial states: the file's, then x0 + 0.01 N(0, 1).

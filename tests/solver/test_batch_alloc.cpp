@@ -10,6 +10,7 @@
 
 #include "alloc_counter.hpp"
 #include "knot/solver/batch.hpp"
+#include "knot/solver/device/device_sqp.hpp"
 #include "test_sqp_common.hpp"
 
 namespace knot::test {
@@ -38,9 +39,7 @@ void expect_allocation_free(const std::string& name, int B, int threads, bool de
   solver::BatchOptions o;
   o.threads = threads;
   if (device) {
-    o.solver = solver::from_settings(p.solver);
-    o.solver->hessian = solver::Hessian::GaussNewton;
-    o.solver->lq.linsys = solver::Linsys::Riccati;
+    o.solver = solver::device::device_path_options(solver::from_settings(p.solver));
     o.path = solver::BatchPath::Device;
   }
   solver::BatchSolver batch(p, B, o);

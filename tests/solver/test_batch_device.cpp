@@ -25,21 +25,11 @@ using solver::BatchPath;
 using solver::BatchSolver;
 using solver::Status;
 
+// The file's options with what the device path needs (Gauss-Newton, Riccati).
 solver::SolverOptions device_fit(const problems::Problem& p) {
-  solver::SolverOptions o = sqp_options(p);
-  o.hessian = solver::Hessian::GaussNewton;
-  o.lq.linsys = solver::Linsys::Riccati;
-  return o;
+  return solver::device::device_path_options(solver::from_settings(p.solver));
 }
 
-std::vector<std::vector<double>> starts(const problems::Problem& p, int B, double sigma) {
-  std::mt19937_64 rng(20261201);
-  std::normal_distribution<double> n(0.0, 1.0);
-  std::vector<std::vector<double>> x0(static_cast<std::size_t>(B), p.x0);
-  for (int i = 1; i < B; ++i)
-    for (double& v : x0[static_cast<std::size_t>(i)]) v += sigma * n(rng);
-  return x0;
-}
 
 // Empty when equal bit for bit.
 std::string difference(const solver::Solution& a, const solver::Solution& b) {
@@ -72,7 +62,7 @@ std::vector<solver::Solution> alone(const problems::Problem& p, const std::vecto
 TEST(BatchDevice, PoolGivesBitwiseWhatEachProblemGivesAloneForEveryThreadCount) {
   for (const char* name : {"cartpole_swingup", "pendulum_swingup", "double_integrator_rest_to_rest"}) {
     const problems::Problem p = load_config(name);
-    const auto x0 = starts(p, 6, 0.01);
+    const auto x0 = perturbed_starts(p, 6, 0.01);
     const auto want = alone(p, x0);
     for (int threads : {1, 2, 3, 7}) {
       BatchOptions o;
@@ -94,7 +84,7 @@ TEST(BatchDevice, PoolGivesBitwiseWhatEachProblemGivesAloneForEveryThreadCount) 
 
 TEST(BatchDevice, AgreesWithTheSolversPath) {
   const problems::Problem p = load_config("cartpole_swingup");
-  const auto x0 = starts(p, 4, 0.05);
+  const auto x0 = perturbed_starts(p, 4, 0.05);
   BatchOptions o;
   o.solver = device_fit(p);
   o.path = BatchPath::Solvers;
@@ -115,7 +105,7 @@ TEST(BatchDevice, AgreesWithTheSolversPath) {
 
 TEST(BatchDevice, NanInOneProblemLeavesTheOthersBitwiseUnchanged) {
   const problems::Problem p = load_config("pendulum_swingup");
-  auto x0 = starts(p, 4, 0.01);
+  auto x0 = perturbed_starts(p, 4, 0.01);
   const auto want = alone(p, x0);
   x0[1][0] = std::numeric_limits<double>::quiet_NaN();
   BatchOptions o;

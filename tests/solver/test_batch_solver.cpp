@@ -61,16 +61,6 @@ std::string difference(const Record& a, const Record& b) {
   return {};
 }
 
-// Initial states of B problems: problem 0 the file's x0, problem i >= 1 x0 + sigma n_i (standard
-// normal draws of mt19937_64 seeded 20261201), the perturbation `knot solve --vary` documents.
-std::vector<std::vector<double>> perturbed_starts(const problems::Problem& p, int B, double sigma) {
-  std::mt19937_64 rng(20261201);
-  std::normal_distribution<double> n(0.0, 1.0);
-  std::vector<std::vector<double>> x0(static_cast<std::size_t>(B), p.x0);
-  for (int i = 1; i < B; ++i)
-    for (double& v : x0[static_cast<std::size_t>(i)]) v += sigma * n(rng);
-  return x0;
-}
 
 // The reference: one Solver per start, each solved on this thread.
 std::vector<Record> separate_solves(const problems::Problem& p, const std::vector<std::vector<double>>& x0) {

@@ -24,10 +24,7 @@ using solver::device::DeviceSqp;
 // The options both sides run: the file's, with the Gauss-Newton Hessian and the Riccati step that
 // the device path takes.
 SolverOptions device_fit(const problems::Problem& p) {
-  SolverOptions o = sqp_options(p);
-  o.hessian = solver::Hessian::GaussNewton;
-  o.lq.linsys = solver::Linsys::Riccati;
-  return o;
+  return solver::device::device_path_options(sqp_options(p));
 }
 
 double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {

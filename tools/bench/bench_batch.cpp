@@ -22,6 +22,7 @@
 
 #include "knot/problems/loader.hpp"
 #include "knot/solver/batch.hpp"
+#include "knot/solver/device/device_sqp.hpp"
 #include "knot/solver/solver.hpp"
 
 namespace {
@@ -56,10 +57,7 @@ std::vector<std::vector<double>> guesses(const problems::Problem& p, const std::
 
 // The device path's options: the file's, with Gauss-Newton steps and the Riccati LQ.
 solver::SolverOptions gauss_newton(const problems::Problem& p) {
-  solver::SolverOptions o = solver::from_settings(p.solver);
-  o.hessian = solver::Hessian::GaussNewton;
-  o.lq.linsys = solver::Linsys::Riccati;
-  return o;
+  return solver::device::device_path_options(solver::from_settings(p.solver));
 }
 
 void pool(benchmark::State& state, bool device) {

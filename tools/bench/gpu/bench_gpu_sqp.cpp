@@ -108,9 +108,7 @@ int main(int argc, char** argv) {
   for (int N : Ns)
     for (int B : Bs) {
       const problems::Problem p = problems::load_problem(path, {"horizon.N=" + std::to_string(N)});
-      solver::SolverOptions o = solver::from_settings(p.solver);
-      o.hessian = solver::Hessian::GaussNewton;
-      o.lq.linsys = solver::Linsys::Riccati;
+      const solver::SolverOptions o = solver::device::device_path_options(solver::from_settings(p.solver));
       solver::SolverOptions one = o;
       one.max_iter = 1;
       const Timing a = time_solves(p, one, B, reps, threads);

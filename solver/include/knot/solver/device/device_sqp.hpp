@@ -27,6 +27,10 @@ std::string device_sqp_unsupported(const problems::Problem& problem, const Solve
 
 DeviceOptions device_options(const SolverOptions& options);
 
+// `options` with what the device path needs of them: the Gauss-Newton Hessian and the Riccati LQ
+// step; every other field as given.
+SolverOptions device_path_options(SolverOptions options);
+
 // Solver's message for a device result ("filter line search stalled at ...").
 void format_device_message(const DeviceResult& result, char* out, std::size_t size);
 

@@ -531,6 +531,22 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
     return true;
   };
 
+  // A line search that found no step: the rollout fallback where the iterate is infeasible (true
+  // when it was taken), else the search's failure with `value` for its message.
+  const auto stalled = [&](IterationStats& it, DeviceDetail infeasible, DeviceDetail failed, double value) -> bool {
+    it.step = 0;
+    res.iteration = res.rows - 1;
+    if (T(it.feasibility) > T(o.tol_feasibility)) {
+      if (restore(it)) return true;
+      res.value[0] = it.feasibility;
+      set_status(Status::Infeasible, infeasible);
+    } else {
+      res.value[0] = value;
+      set_status(Status::LineSearchFailed, failed);
+    }
+    return false;
+  };
+
   // ---- Cold start: multipliers zero, slacks and duals after the first linearization.
   for (int i = rank; i < nxs; i += gs) a.lambda[i] = T(0);
   for (int e = rank; e < me; e += gs) a.y[e] = T(0);
@@ -799,22 +815,9 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
                 alpha *= T(o.backtrack);
                 ++it.backtracks;
               }
-              if (!accepted) {
-                it.step = 0;
-                if (T(it.feasibility) > T(o.tol_feasibility)) {
-                  if (restore(it)) {
-                    accepted = restored = true;
-                  } else {
-                    res.iteration = res.rows - 1;
-                    res.value[0] = it.feasibility;
-                    set_status(Status::Infeasible, DeviceDetail::MeritStalledInfeasible);
-                  }
-                } else {
-                  res.iteration = res.rows - 1;
-                  res.value[0] = double(D);
-                  set_status(Status::LineSearchFailed, DeviceDetail::MeritNoDecrease);
-                }
-              }
+              if (!accepted)
+                accepted = restored =
+                    stalled(it, DeviceDetail::MeritStalledInfeasible, DeviceDetail::MeritNoDecrease, double(D));
             }
           } else {  // filter_search
             const T gamma_theta = T(1e-5), gamma_phi = T(1e-8), delta = T(1), s_theta = T(1.1), s_phi = T(2.3),
@@ -864,21 +867,9 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
                 alpha *= T(o.backtrack);
                 ++it.backtracks;
               }
-              if (!accepted) {
-                it.step = 0;
-                const T feas = T(it.feasibility);
-                if (feas > T(o.tol_feasibility) && restore(it)) {
-                  accepted = restored = true;
-                } else if (feas > T(o.tol_feasibility)) {
-                  res.iteration = res.rows - 1;
-                  res.value[0] = double(feas);
-                  set_status(Status::Infeasible, DeviceDetail::FilterStalledInfeasible);
-                } else {
-                  res.iteration = res.rows - 1;
-                  res.value[0] = double(alpha_min);
-                  set_status(Status::LineSearchFailed, DeviceDetail::FilterRejected);
-                }
-              }
+              if (!accepted)
+                accepted = restored = stalled(it, DeviceDetail::FilterStalledInfeasible, DeviceDetail::FilterRejected,
+                                              double(alpha_min));
             }
           }
         }
