@@ -431,6 +431,7 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
       if (a.ds[i] < T(0)) alpha_primal = min_(alpha_primal, -tau * a.s[i] / a.ds[i]);
       if (a.dz[i] < T(0)) alpha_dual = min_(alpha_dual, -tau * a.z[i] / a.dz[i]);
     }
+    g.sync();  // every member has read z, s, ds, dz before any writes them
   };
 
   // Merit pieces at (xt, ut, st): per-knot partial infeasibility, then every member sums. finite
@@ -882,7 +883,8 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
     }
     if (restored) {
       alpha_dual = T(0);
-    } else {  // accept_step
+    } else {  // accept_step, once every member has read the iterate for the line search
+      g.sync();
       const T alpha = T(it.step);
       for (int i = rank; i < nxs; i += gs) {
         a.x[i] += alpha * a.step.x[i];
