@@ -125,7 +125,6 @@ struct BatchSolver::Impl {
   BatchBackend backend = BatchBackend::Cpu;
   BatchPath path = BatchPath::Solvers;
   std::string refusal;  // why Auto did not take the device path
-  problems::Problem problem;  // as given: the box terms' bounds that set_bounds checks against
   int B = 0;
   // ---- Solvers path
   std::vector<Solver> solvers;
@@ -223,11 +222,6 @@ struct BatchSolver::Impl {
   double* slice(int i) {
     check(i);
     return engine ? engine->slice(i) : devices[static_cast<std::size_t>(i)].slice().data();
-  }
-  const problems::BoxBounds* box(std::string_view name) const {
-    for (const auto& c : problem.constraints)
-      if (c->box() != nullptr && c->info().name == name) return c->box();
-    return nullptr;
   }
 
   // The device path's rows of problem i -> its Stats (no allocation: per_iteration has max_iter + 1).
@@ -344,7 +338,6 @@ BatchSolver::BatchSolver(problems::Problem problem, int batch_size, const BatchO
       m.seconds.assign(static_cast<std::size_t>(batch_size), 0.0);
     }
   }
-  m.problem = std::move(problem);
 
   if (m.engine) return;  // the GPU solves; no pool
   unsigned threads = options.threads > 0 ? static_cast<unsigned>(options.threads) : std::thread::hardware_concurrency();
@@ -424,13 +417,12 @@ void BatchSolver::set_bounds(int i, std::string_view constraint_name, std::span<
   Impl& m = *impl_;
   m.check(i);
   if (m.path != BatchPath::Solvers) {
-    const problems::BoxBounds* box = m.box(constraint_name);
-    if (box == nullptr)
-      throw std::invalid_argument("BatchSolver::set_bounds: no control_box or state_box constraint named '" +
-                                  std::string(constraint_name) + "'");
-    if (std::string why = bounds_mismatch(*box, lower, upper); !why.empty())
-      throw std::invalid_argument("BatchSolver::set_bounds: constraint '" + std::string(constraint_name) + "': " + why);
-    device::set_slice_bounds(m.compiled(), m.slice(i), constraint_name, lower, upper);
+    // The compiled slice's bounds: the same rule as bounds_mismatch (finiteness fixed by the rows).
+    try {
+      device::set_slice_bounds(m.compiled(), m.slice(i), constraint_name, lower, upper);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("BatchSolver::set_bounds: ") + e.what());
+    }
     return;
   }
   for (problems::ConstraintTerm* c : m.boxes[static_cast<std::size_t>(i)]) {

@@ -207,13 +207,6 @@ KNOT_HD T l1(int n, const T* v) {
   return acc;
 }
 
-template <class T>
-KNOT_HD bool all_finite(int n, const T* v) {
-  for (int i = 0; i < n; ++i)
-    if (!(v[i] - v[i] == T(0))) return false;
-  return true;
-}
-
 }  // namespace detail
 
 // The solve. Every member calls it with the same arguments. The iterate (a.x, a.u) holds the
@@ -553,7 +546,6 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
   for (int e = rank; e < me; e += gs) a.y[e] = T(0);
   g.sync();
 
-  bool final_measured = true;
   bool restored = false;
   const T kDualBound = T(1e10), kPenaltyRho = T(0.1);
   for (int iter = 0;; ++iter) {
@@ -903,8 +895,8 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
     res.iterations = iter + 1;
     write_row();
   }
-  if (o.globalization == 2 && final_measured && res.rows > 0 &&
-      (res.status == Status::MaxIterations || res.status == Status::TimeLimit)) {
+  // Full steps carry no guarantee of progress toward feasibility (Solver's rule; no time limit here).
+  if (o.globalization == 2 && res.rows > 0 && res.status == Status::MaxIterations) {
     if (!(T(row.feasibility) <= T(o.tol_feasibility))) {
       res.value[0] = row.feasibility;
       set_status(Status::Infeasible, DeviceDetail::GlobalizationNoneInfeasible);
