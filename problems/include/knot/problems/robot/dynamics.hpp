@@ -559,18 +559,25 @@ KNOT_HD void inertia_to_parent(const T* E, const T* o, const Inertia<T>& from, I
     s[k] = E[k] * from.h[0] + E[k + 3] * from.h[1] + E[k + 6] * from.h[2] + mo[k];
   }
   const T os2 = T(2) * dot3(o, s);
-  // P = E J (column-major), then the six entries of P E'.
-  T P[9];
-  for (int row = 0; row < 3; ++row) {
+  // E J E': rows 0 and 1 of P = E J (P[row + 3 k] = P(row, k)), five entries of P E', and the last
+  // diagonal entry from the trace, which the rotation keeps (33 products instead of 45).
+  T P[6];
+  for (int row = 0; row < 2; ++row) {
     P[row] = E[row] * J[0] + E[row + 3] * J[3] + E[row + 6] * J[4];
-    P[row + 3] = E[row] * J[3] + E[row + 3] * J[1] + E[row + 6] * J[5];
-    P[row + 6] = E[row] * J[4] + E[row + 3] * J[5] + E[row + 6] * J[2];
+    P[row + 2] = E[row] * J[3] + E[row + 3] * J[1] + E[row + 6] * J[5];
+    P[row + 4] = E[row] * J[4] + E[row + 3] * J[5] + E[row + 6] * J[2];
   }
+  T rot[6];  // xx yy zz xy xz yz
+  rot[0] = P[0] * E[0] + P[2] * E[3] + P[4] * E[6];
+  rot[1] = P[1] * E[1] + P[3] * E[4] + P[5] * E[7];
+  rot[2] = (J[0] + J[1] + J[2]) - rot[0] - rot[1];
+  rot[3] = P[0] * E[1] + P[2] * E[4] + P[4] * E[7];
+  rot[4] = P[0] * E[2] + P[2] * E[5] + P[4] * E[8];
+  rot[5] = P[1] * E[2] + P[3] * E[5] + P[5] * E[8];
   constexpr int rows[6] = {0, 1, 2, 0, 0, 1}, cols[6] = {0, 1, 2, 1, 2, 2};
   for (int e = 0; e < 6; ++e) {
     const int row = rows[e], col = cols[e];
-    const T rot = P[row] * E[col] + P[row + 3] * E[col + 3] + P[row + 6] * E[col + 6];
-    to.J[e] += rot - (o[row] * s[col] + s[row] * o[col]) + (e < 3 ? os2 : T(0));
+    to.J[e] += rot[e] - (o[row] * s[col] + s[row] * o[col]) + (e < 3 ? os2 : T(0));
   }
   to.m += from.m;
   for (int k = 0; k < 3; ++k) to.h[k] += s[k] + mo[k];
@@ -600,6 +607,22 @@ KNOT_HD T local_s_dot(const RobotData& r, int j, const T* f) {
   const T* part = r.type[j] == JointType::Revolute ? f : f + 3;
   if (a[0] == 0.0 && a[1] == 0.0 && a[2] == 1.0) return part[2];
   return part[0] * C(a[0]) + part[1] * C(a[1]) + part[2] * C(a[2]);
+}
+
+// S_p' X^* f for the joint (E, o) into body p, without the rest of X^* f (the walk's last step).
+template <class T>
+KNOT_HD T local_s_dot_to_parent(const RobotData& r, int p, const T* E, const T* o, const T* f) {
+  const double* a = r.axis[p];
+  if (r.type[p] == JointType::Revolute && a[0] == 0.0 && a[1] == 0.0 && a[2] == 1.0) {
+    // (E n + o x E fl)[2] needs rows 0 and 1 of E fl and row 2 of E n.
+    const T fl0 = E[0] * f[3] + E[3] * f[4] + E[6] * f[5];
+    const T fl1 = E[1] * f[3] + E[4] * f[4] + E[7] * f[5];
+    return E[2] * f[0] + E[5] * f[1] + E[8] * f[2] + (o[0] * fl1 - o[1] * fl0);
+  }
+  T g[6];
+  for (int k = 0; k < 6; ++k) g[k] = f[k];
+  force_to_parent(E, o, g);
+  return local_s_dot(r, p, g);
 }
 
 // f = IC S_i for joint i's local S_i: [J a; -h x a] (revolute), [h x a; m a] (prismatic).
@@ -746,9 +769,14 @@ KNOT_HD void mass_matrix(const RobotData& r, const T* q, T* M, int ldm, Workspac
     detail::local_inertia_s(r, i, w.IC[i], f);
     M[i + i * ldm] = detail::local_s_dot(r, i, f);
     for (int j = i; r.parent[j] >= 0; j = r.parent[j]) {
-      detail::force_to_parent(w.R[j], w.p[j], f);
       const int p = r.parent[j];
-      const T mij = detail::local_s_dot(r, p, f);
+      T mij;
+      if (r.parent[p] >= 0) {
+        detail::force_to_parent(w.R[j], w.p[j], f);
+        mij = detail::local_s_dot(r, p, f);
+      } else {  // p is the root: only S_p' X^* f is needed
+        mij = detail::local_s_dot_to_parent(r, p, w.R[j], w.p[j], f);
+      }
       M[i + p * ldm] = mij;
       M[p + i * ldm] = mij;
     }
