@@ -998,6 +998,13 @@ TEST(RobotDynamics, LocalFrameMassMatrixMatchesRneaColumns) {
       robot::mass_matrix(d, q.data(), M.data(), d.n, *w);
       EXPECT_LE(rel_err(M, ref), 1e-13);
       EXPECT_LE(rel_err(M, M.transpose()), 0.0);
+      // Both ways of taking the pairs (joint by joint; in the base frame), whichever mass_matrix picks.
+      for (const bool world_walk : {false, true}) {
+        Mat Mv = Mat::Constant(d.n, d.n, NAN);
+        robot::detail::crba_local(d, q.data(), Mv.data(), d.n, *w, world_walk);
+        EXPECT_LE(rel_err(Mv, ref), 1e-13) << "world_walk " << world_walk;
+        EXPECT_LE(rel_err(Mv, Mv.transpose()), 0.0) << "world_walk " << world_walk;
+      }
       // A leading dimension larger than n writes the same block.
       Mat big = Mat::Constant(d.n + 3, d.n, NAN);
       robot::mass_matrix(d, q.data(), big.data(), d.n + 3, *w);
@@ -1010,6 +1017,11 @@ TEST(RobotDynamics, LocalFrameMassMatrixMatchesRneaColumns) {
       EXPECT_GT(rel_err(Mw, ref), 1e-13);
     }
   }
+  // The iiwa14 and the 6-joint chain walk joint by joint; the 14-joint chain takes its pairs in the
+  // base frame (so both paths run through mass_matrix above).
+  EXPECT_FALSE(robot::detail::crba_world_walk_pays(robots[0].second));
+  EXPECT_FALSE(robot::detail::crba_world_walk_pays(robots[1].second));
+  EXPECT_TRUE(robot::detail::crba_world_walk_pays(robots[2].second));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -749,40 +749,120 @@ KNOT_HD void rnea(const RobotData& r, const T* q, const T* qd, detail::Opt<const
                              static_cast<T*>(nullptr), 0, w);
 }
 
-// M(q) (n x n, column-major, ld ldm; both triangles written), by the composite rigid body algorithm
-// in joint-local frames (detail::joint_transform and below). It uses w.R and w.p for the joints'
-// local transforms and w.IC for local composite inertias, so w holds no world kinematics
-// afterwards: run forward_kinematics before point_position or point_jacobian.
+namespace detail {
+
+// The composite rigid body algorithm in joint-local frames (see joint_transform). With world_walk,
+// the pairs of a body and a strict ancestor are not walked joint by joint but taken in the base
+// frame, M_ij = S_j' F_i with both moved there once per body (a pose product and a force transform
+// per body against a force transform per pair; mass_matrix picks the cheaper). Scratch: w.R, w.p
+// (local transforms), w.IC (local composites); with world_walk also w.BT, w.Bl (base-frame poses),
+// w.S (base-frame S) and w.alpha (base-frame F).
 template <class T>
-KNOT_HD void mass_matrix(const RobotData& r, const T* q, T* M, int ldm, Workspace<T>& w) {
+KNOT_HD void crba_local(const RobotData& r, const T* q, T* M, int ldm, Workspace<T>& w, bool world_walk) {
   const int n = r.n;
   w.inertia_current = false;
   for (int i = 0; i < n; ++i) {
-    detail::joint_transform(r, i, q[i], w.R[i], w.p[i]);
-    detail::local_inertia(r, i, w.IC[i]);
+    joint_transform(r, i, q[i], w.R[i], w.p[i]);
+    local_inertia(r, i, w.IC[i]);
   }
   for (int j = 0; j < n; ++j)
     for (int i = 0; i < n; ++i) M[i + j * ldm] = T(0);
+  if (world_walk) {
+    using C = Const<T>;
+    for (int i = 0; i < n; ++i) {  // base-frame pose (Rw, pw) = parent's * (E, o), and S
+      const int p = r.parent[i];
+      const T* E = w.R[i];
+      const T* o = w.p[i];
+      T* Rw = w.BT[i];
+      T* pw = w.Bl[i];
+      if (p < 0) {
+        for (int k = 0; k < 9; ++k) Rw[k] = E[k];
+        for (int k = 0; k < 3; ++k) pw[k] = o[k];
+      } else {
+        const T* Rp = w.BT[p];
+        for (int col = 0; col < 3; ++col)
+          for (int row = 0; row < 3; ++row)
+            Rw[row + 3 * col] = Rp[row] * E[3 * col] + Rp[row + 3] * E[3 * col + 1] + Rp[row + 6] * E[3 * col + 2];
+        for (int row = 0; row < 3; ++row)
+          pw[row] = w.Bl[p][row] + Rp[row] * o[0] + Rp[row + 3] * o[1] + Rp[row + 6] * o[2];
+      }
+      const double* a = r.axis[i];
+      T aw[3];
+      for (int k = 0; k < 3; ++k) aw[k] = Rw[k] * C(a[0]) + Rw[k + 3] * C(a[1]) + Rw[k + 6] * C(a[2]);
+      T* S = w.S[i];
+      if (r.type[i] == JointType::Revolute) {
+        for (int k = 0; k < 3; ++k) S[k] = aw[k];
+        cross3(pw, aw, S + 3);
+      } else {
+        for (int k = 0; k < 3; ++k) {
+          S[k] = T(0);
+          S[3 + k] = aw[k];
+        }
+      }
+    }
+  }
   // Leaves first: IC_i is complete once its children (numbered after i) have added into it.
   for (int i = n - 1; i >= 0; --i) {
     T f[6];
-    detail::local_inertia_s(r, i, w.IC[i], f);
-    M[i + i * ldm] = detail::local_s_dot(r, i, f);
-    for (int j = i; r.parent[j] >= 0; j = r.parent[j]) {
-      const int p = r.parent[j];
-      T mij;
-      if (r.parent[p] >= 0) {
-        detail::force_to_parent(w.R[j], w.p[j], f);
-        mij = detail::local_s_dot(r, p, f);
-      } else {  // p is the root: only S_p' X^* f is needed
-        mij = detail::local_s_dot_to_parent(r, p, w.R[j], w.p[j], f);
-      }
-      M[i + p * ldm] = mij;
-      M[p + i * ldm] = mij;
-    }
+    local_inertia_s(r, i, w.IC[i], f);
+    M[i + i * ldm] = local_s_dot(r, i, f);
     const int p = r.parent[i];
-    if (p >= 0) detail::inertia_to_parent(w.R[i], w.p[i], w.IC[i], w.IC[p]);
+    if (world_walk && p >= 0) {
+      const T* Rw = w.BT[i];
+      T* F = w.alpha[i];  // [Rw n + pw x Rw fl; Rw fl]
+      for (int k = 0; k < 3; ++k) {
+        F[3 + k] = Rw[k] * f[3] + Rw[k + 3] * f[4] + Rw[k + 6] * f[5];
+        F[k] = Rw[k] * f[0] + Rw[k + 3] * f[1] + Rw[k + 6] * f[2];
+      }
+      T pxf[3];
+      cross3(w.Bl[i], F + 3, pxf);
+      for (int k = 0; k < 3; ++k) F[k] += pxf[k];
+      for (int j = p; j >= 0; j = r.parent[j]) {
+        const T mij = dot6(F, w.S[j]);
+        M[i + j * ldm] = mij;
+        M[j + i * ldm] = mij;
+      }
+    } else {
+      for (int j = i; r.parent[j] >= 0; j = r.parent[j]) {
+        const int pj = r.parent[j];
+        T mij;
+        if (r.parent[pj] >= 0) {
+          force_to_parent(w.R[j], w.p[j], f);
+          mij = local_s_dot(r, pj, f);
+        } else {  // pj is the root: only S' X^* f is needed
+          mij = local_s_dot_to_parent(r, pj, w.R[j], w.p[j], f);
+        }
+        M[i + pj * ldm] = mij;
+        M[pj + i * ldm] = mij;
+      }
+    }
+    if (p >= 0) inertia_to_parent(w.R[i], w.p[i], w.IC[i], w.IC[p]);
   }
+}
+
+// Whether crba_local's base-frame pairs cost less than the joint-by-joint walk: a walk step is about
+// 18 products more than a base-frame pair, a body's pose and force transform about 27 + 36 more.
+KNOT_HD bool crba_world_walk_pays(const RobotData& r) {
+  int depth[kMaxJoints];
+  int steps = 0, poses = 0;
+  for (int i = 0; i < r.n; ++i) {
+    const int p = r.parent[i];
+    depth[i] = p < 0 ? 0 : depth[p] + 1;
+    if (depth[i] > 1) steps += depth[i] - 1;  // full walk steps (the last one is a projection)
+    if (p >= 0) ++poses;
+  }
+  return 18 * steps > 36 * poses + 27 * r.n;
+}
+
+}  // namespace detail
+
+// M(q) (n x n, column-major, ld ldm; both triangles written), by the composite rigid body algorithm
+// in joint-local frames (detail::crba_local). It uses scratch of w that forward_kinematics fills,
+// so w holds no world kinematics afterwards: run forward_kinematics before point_position or
+// point_jacobian.
+template <class T>
+KNOT_HD void mass_matrix(const RobotData& r, const T* q, T* M, int ldm, Workspace<T>& w) {
+  detail::crba_local(r, q, M, ldm, w, detail::crba_world_walk_pays(r));
 }
 
 // tau at (q, qd, qdd) together with dtau/dq and dtau/dqd (n x n each, column-major, ld ldd).
