@@ -20,7 +20,9 @@
 //   f_i = I_i a_i + v_i x* I_i v_i,   F_i = sum_{m in sub(i)} f_m,   tau_i = S_i' F_i
 // Mass matrix (composite rigid body): IC_i = sum_{m in sub(i)} I_m; M_ij = S_i' IC_i S_j for j <= i,
 // its transpose for i < j, and 0 when neither is an ancestor of the other (separate branches).
-// The subtree sums F, IC (and BC below) are accumulated from the children, leaves first.
+// The subtree sums F, IC (and BC below) are accumulated from the children, leaves first. (That
+// world-frame M is forward_dynamics'; mass_matrix alone runs the same algorithm in joint-local frames,
+// detail::crba_local, which needs no world inertias.)
 //
 // Derivatives, in the spirit of Carpentier and Mansard, "Analytical derivatives of rigid body
 // dynamics algorithms" (RSS 2018), as a world-frame recursion of our own derivation. Moving q_j
