@@ -934,6 +934,97 @@ TEST(RobotDynamics, IiwaPowerBalanceAndDerivativesWithGravity) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The local-frame mass matrix against RNEA columns: with gravity off and qd = 0, rnea(q, 0, e_j) is
+// column j of M exactly (no bias to subtract), computed by the world-frame sweeps, a separate path.
+
+// n joints, parents[i] (-1 the base), joint axes cycling through z, x, a general unit axis, y and
+// -z, every fifth joint prismatic, each placement turned and offset, full inertias off the COM.
+robot::RobotData tilted_tree(const std::vector<int>& parents) {
+  robot::RobotData r;
+  r.n = static_cast<int>(parents.size());
+  const double axes[5][3] = {{0, 0, 1}, {1, 0, 0}, {1.0 / 3, 2.0 / 3, -2.0 / 3}, {0, 1, 0}, {0, 0, -1}};
+  for (int i = 0; i < r.n; ++i) {
+    r.type[i] = i % 5 == 4 ? robot::JointType::Prismatic : robot::JointType::Revolute;
+    const Mat3 R = rpy_matrix(Vec3(0.3 + 0.2 * i, -0.4 + 0.1 * i, 0.7 - 0.15 * i));
+    std::copy(R.data(), R.data() + 9, r.joint_R[i]);
+    r.joint_p[i][0] = 0.05 - 0.01 * i;
+    r.joint_p[i][1] = 0.02 * (i % 3);
+    r.joint_p[i][2] = 0.12;
+    std::copy(axes[i % 5], axes[i % 5] + 3, r.axis[i]);
+    r.mass[i] = 4.0 - 0.2 * i;
+    r.com[i][0] = 0.01 * (1 + i % 3);
+    r.com[i][1] = -0.02 * (i % 2);
+    r.com[i][2] = 0.06;
+    const double b = 0.02 * r.mass[i];
+    const double J[6] = {b, 1.1 * b, 0.6 * b, 0.05 * b, -0.03 * b, 0.02 * b};
+    std::copy(J, J + 6, r.inertia[i]);
+  }
+  EXPECT_TRUE(robot::set_tree(r, parents.data()));
+  return r;
+}
+
+std::vector<int> chain_parents(int n) {
+  std::vector<int> p(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) p[static_cast<std::size_t>(i)] = i - 1;
+  return p;
+}
+
+Mat mass_by_rnea_columns(robot::RobotData d, const Vec& q) {
+  d.gravity[0] = d.gravity[1] = d.gravity[2] = 0.0;
+  Mat M(d.n, d.n);
+  const Vec zero = Vec::Zero(d.n);
+  for (int j = 0; j < d.n; ++j) {
+    const Vec e = Vec::Unit(d.n, j);
+    M.col(j) = rnea_vec(d, q, zero, &e);
+  }
+  return M;
+}
+
+TEST(RobotDynamics, LocalFrameMassMatrixMatchesRneaColumns) {
+  const robot::RobotModel arm = iiwa();
+  const std::vector<std::pair<std::string, robot::RobotData>> robots = {
+      {"iiwa14", arm.data},
+      {"chain 6", tilted_tree(chain_parents(6))},
+      {"chain 14", tilted_tree(chain_parents(14))},
+      {"tree 14", tilted_tree({-1, 0, 1, 2, 1, 4, 5, -1, 7, 8, 8, 10, 0, 12})}};
+  Rng rng(41);
+  for (const auto& [name, d] : robots) {
+    SCOPED_TRACE(name);
+    for (int trial = 0; trial < 5; ++trial) {
+      const Vec q = random_vec(rng, d.n, 2.0);
+      const Mat ref = mass_by_rnea_columns(d, q);
+      Mat M = Mat::Constant(d.n, d.n, NAN);  // every entry must be written
+      auto w = std::make_unique<robot::Workspace<double>>();
+      robot::mass_matrix(d, q.data(), M.data(), d.n, *w);
+      EXPECT_LE(rel_err(M, ref), 1e-13);
+      EXPECT_LE(rel_err(M, M.transpose()), 0.0);
+      // Both ways of taking the pairs (joint by joint; in the base frame), whichever mass_matrix picks.
+      for (const bool world_walk : {false, true}) {
+        Mat Mv = Mat::Constant(d.n, d.n, NAN);
+        robot::detail::crba_local(d, q.data(), Mv.data(), d.n, *w, world_walk);
+        EXPECT_LE(rel_err(Mv, ref), 1e-13) << "world_walk " << world_walk;
+        EXPECT_LE(rel_err(Mv, Mv.transpose()), 0.0) << "world_walk " << world_walk;
+      }
+      // A leading dimension larger than n writes the same block.
+      Mat big = Mat::Constant(d.n + 3, d.n, NAN);
+      robot::mass_matrix(d, q.data(), big.data(), d.n + 3, *w);
+      EXPECT_LE(rel_err(big.topRows(d.n), M), 0.0);
+      // Negative control: one body's inertia moved by 1e-6 of its scale changes M beyond the tolerance.
+      robot::RobotData wrong = d;
+      wrong.inertia[d.n / 2][4] += 1e-6 * std::max(1e-3, std::abs(wrong.inertia[d.n / 2][0]));
+      Mat Mw(d.n, d.n);
+      robot::mass_matrix(wrong, q.data(), Mw.data(), d.n, *w);
+      EXPECT_GT(rel_err(Mw, ref), 1e-13);
+    }
+  }
+  // The iiwa14 and the 6-joint chain walk joint by joint; the 14-joint chain takes its pairs in the
+  // base frame (so both paths run through mass_matrix above).
+  EXPECT_FALSE(robot::detail::crba_world_walk_pays(robots[0].second));
+  EXPECT_FALSE(robot::detail::crba_world_walk_pays(robots[1].second));
+  EXPECT_TRUE(robot::detail::crba_world_walk_pays(robots[2].second));
+}
+
+// ---------------------------------------------------------------------------------------------
 // URDF errors.
 
 const char* kTwoLinks = R"(<robot name="r">

@@ -20,7 +20,9 @@
 //   f_i = I_i a_i + v_i x* I_i v_i,   F_i = sum_{m in sub(i)} f_m,   tau_i = S_i' F_i
 // Mass matrix (composite rigid body): IC_i = sum_{m in sub(i)} I_m; M_ij = S_i' IC_i S_j for j <= i,
 // its transpose for i < j, and 0 when neither is an ancestor of the other (separate branches).
-// The subtree sums F, IC (and BC below) are accumulated from the children, leaves first.
+// The subtree sums F, IC (and BC below) are accumulated from the children, leaves first. (That
+// world-frame M is forward_dynamics'; mass_matrix alone runs the same algorithm in joint-local frames,
+// detail::crba_local, which needs no world inertias.)
 //
 // Derivatives, in the spirit of Carpentier and Mansard, "Analytical derivatives of rigid body
 // dynamics algorithms" (RSS 2018), as a world-frame recursion of our own derivation. Moving q_j
@@ -476,6 +478,184 @@ KNOT_HD void neg_mass_product(int n, const Workspace<T>& w, const T* D, T* out, 
   }
 }
 
+// --- The mass matrix in joint-local frames (composite rigid body, Featherstone's CRBA) ---
+// Body i's frame in its parent's: x_parent = E_i x_i + o_i, with
+//   revolute   E_i = joint_R Rot(axis, q_i),  o_i = joint_p
+//   prismatic  E_i = joint_R,                 o_i = joint_p + joint_R axis q_i
+// and, in body i's own frame, S_i = [axis; 0] (revolute: Rot(axis, q) axis = axis) or [0; axis].
+// Composite inertias are summed leaves first, each moved one joint into its parent's frame
+// (IC_p += X_i' IC_i X_i); F = IC_i S_i is walked up the path to the base one joint at a time,
+// f <- X_j^* f = [E_j n + o_j x E_j fl; E_j fl], and M_ij = S_j' f in frame j. No world pose is
+// formed, and for a z axis S_i' picks one entry and IC_i S_i is a column of IC_i.
+
+// E_i (column-major) and o_i, from q_i.
+template <class T>
+KNOT_HD void joint_transform(const RobotData& r, int i, const T& qi, T* E, T* o) {
+  using std::cos;
+  using std::sin;
+  using C = Const<T>;
+  const double* JR = r.joint_R[i];
+  const double* a = r.axis[i];
+  if (r.type[i] == JointType::Prismatic) {
+    for (int k = 0; k < 9; ++k) E[k] = T(C(JR[k]));
+    for (int k = 0; k < 3; ++k)
+      o[k] = C(r.joint_p[i][k]) + (C(JR[k]) * C(a[0]) + C(JR[k + 3]) * C(a[1]) + C(JR[k + 6]) * C(a[2])) * qi;
+    return;
+  }
+  for (int k = 0; k < 3; ++k) o[k] = T(C(r.joint_p[i][k]));
+  const T s = sin(qi), c = cos(qi);
+  if (a[0] == 0.0 && a[1] == 0.0 && a[2] == 1.0) {
+    // Rot_z(q) = [[c, -s, 0], [s, c, 0], [0, 0, 1]]: two columns of joint_R turned, the third kept.
+    for (int k = 0; k < 3; ++k) {
+      const C x = C(JR[k]), y = C(JR[k + 3]);
+      E[k] = c * x + s * y;
+      E[k + 3] = c * y - s * x;
+      E[k + 6] = T(C(JR[k + 6]));
+    }
+    return;
+  }
+  // Rodrigues on the right, as in forward_kinematics: joint_R Rot = c joint_R + s [aw]x joint_R +
+  // (1 - c) aw a', aw = joint_R a.
+  const C ax[3] = {C(a[0]), C(a[1]), C(a[2])};
+  C aw[3];
+  for (int k = 0; k < 3; ++k) aw[k] = C(JR[k]) * ax[0] + C(JR[k + 3]) * ax[1] + C(JR[k + 6]) * ax[2];
+  const T c1 = T(1) - c;
+  for (int col = 0; col < 3; ++col) {
+    const C Rc[3] = {C(JR[3 * col]), C(JR[3 * col + 1]), C(JR[3 * col + 2])};
+    C x[3];
+    cross3(aw, Rc, x);
+    for (int row = 0; row < 3; ++row) E[row + 3 * col] = c * Rc[row] + s * x[row] + c1 * aw[row] * ax[col];
+  }
+}
+
+// Body i's own spatial inertia about its frame's origin, in its frame: h = m c and
+// J = Ib + m (c'c 1 - c c') (Ib about the COM). Constant in q.
+template <class T>
+KNOT_HD void local_inertia(const RobotData& r, int i, Inertia<T>& I) {
+  using C = Const<T>;
+  const C m = C(r.mass[i]);
+  const C c[3] = {C(r.com[i][0]), C(r.com[i][1]), C(r.com[i][2])};
+  const C h[3] = {m * c[0], m * c[1], m * c[2]};
+  const C mcc = h[0] * c[0] + h[1] * c[1] + h[2] * c[2];
+  const double* Ib = r.inertia[i];
+  I.m = T(m);
+  for (int k = 0; k < 3; ++k) I.h[k] = T(h[k]);
+  I.J[0] = T(C(Ib[0]) + mcc - h[0] * c[0]);
+  I.J[1] = T(C(Ib[1]) + mcc - h[1] * c[1]);
+  I.J[2] = T(C(Ib[2]) + mcc - h[2] * c[2]);
+  I.J[3] = T(C(Ib[3]) - h[0] * c[1]);
+  I.J[4] = T(C(Ib[4]) - h[0] * c[2]);
+  I.J[5] = T(C(Ib[5]) - h[1] * c[2]);
+}
+
+// to += X' from X: `from` (in the child's frame) moved into the parent's frame by (E, o) and added.
+// h' = E h + m o; J' = E J E' + 2 (o's) 1 - (o s' + s o') with s = E h + (m / 2) o (the parallel-axis
+// shift of the rotated inertia to the parent's origin).
+template <class T>
+KNOT_HD void inertia_to_parent(const T* E, const T* o, const Inertia<T>& from, Inertia<T>& to) {
+  const T* J = from.J;
+  const T half_m = T(0.5) * from.m;
+  T mo[3], s[3];
+  for (int k = 0; k < 3; ++k) {
+    mo[k] = half_m * o[k];
+    s[k] = E[k] * from.h[0] + E[k + 3] * from.h[1] + E[k + 6] * from.h[2] + mo[k];
+  }
+  const T os2 = T(2) * dot3(o, s);
+  // E J E': rows 0 and 1 of P = E J (P[row + 3 k] = P(row, k)), five entries of P E', and the last
+  // diagonal entry from the trace, which the rotation keeps (33 products instead of 45).
+  T P[6];
+  for (int row = 0; row < 2; ++row) {
+    P[row] = E[row] * J[0] + E[row + 3] * J[3] + E[row + 6] * J[4];
+    P[row + 2] = E[row] * J[3] + E[row + 3] * J[1] + E[row + 6] * J[5];
+    P[row + 4] = E[row] * J[4] + E[row + 3] * J[5] + E[row + 6] * J[2];
+  }
+  T rot[6];  // xx yy zz xy xz yz
+  rot[0] = P[0] * E[0] + P[2] * E[3] + P[4] * E[6];
+  rot[1] = P[1] * E[1] + P[3] * E[4] + P[5] * E[7];
+  rot[2] = (J[0] + J[1] + J[2]) - rot[0] - rot[1];
+  rot[3] = P[0] * E[1] + P[2] * E[4] + P[4] * E[7];
+  rot[4] = P[0] * E[2] + P[2] * E[5] + P[4] * E[8];
+  rot[5] = P[1] * E[2] + P[3] * E[5] + P[5] * E[8];
+  constexpr int rows[6] = {0, 1, 2, 0, 0, 1}, cols[6] = {0, 1, 2, 1, 2, 2};
+  for (int e = 0; e < 6; ++e) {
+    const int row = rows[e], col = cols[e];
+    to.J[e] += rot[e] - (o[row] * s[col] + s[row] * o[col]) + (e < 3 ? os2 : T(0));
+  }
+  to.m += from.m;
+  for (int k = 0; k < 3; ++k) to.h[k] += s[k] + mo[k];
+}
+
+// f <- X^* f for the joint (E, o): the force f = [n; fl] in the child's frame, about its origin, in
+// the parent's frame about the parent's origin: [E n + o x E fl; E fl].
+template <class T>
+KNOT_HD void force_to_parent(const T* E, const T* o, T* f) {
+  T fl[3], n[3], oxf[3];
+  for (int k = 0; k < 3; ++k) {
+    fl[k] = E[k] * f[3] + E[k + 3] * f[4] + E[k + 6] * f[5];
+    n[k] = E[k] * f[0] + E[k + 3] * f[1] + E[k + 6] * f[2];
+  }
+  cross3(o, fl, oxf);
+  for (int k = 0; k < 3; ++k) {
+    f[k] = n[k] + oxf[k];
+    f[3 + k] = fl[k];
+  }
+}
+
+// S_j' f for joint j's local S_j.
+template <class T>
+KNOT_HD T local_s_dot(const RobotData& r, int j, const T* f) {
+  using C = Const<T>;
+  const double* a = r.axis[j];
+  const T* part = r.type[j] == JointType::Revolute ? f : f + 3;
+  if (a[0] == 0.0 && a[1] == 0.0 && a[2] == 1.0) return part[2];
+  return part[0] * C(a[0]) + part[1] * C(a[1]) + part[2] * C(a[2]);
+}
+
+// S_p' X^* f for the joint (E, o) into body p, without the rest of X^* f (the walk's last step).
+template <class T>
+KNOT_HD T local_s_dot_to_parent(const RobotData& r, int p, const T* E, const T* o, const T* f) {
+  const double* a = r.axis[p];
+  if (r.type[p] == JointType::Revolute && a[0] == 0.0 && a[1] == 0.0 && a[2] == 1.0) {
+    // (E n + o x E fl)[2] needs rows 0 and 1 of E fl and row 2 of E n.
+    const T fl0 = E[0] * f[3] + E[3] * f[4] + E[6] * f[5];
+    const T fl1 = E[1] * f[3] + E[4] * f[4] + E[7] * f[5];
+    return E[2] * f[0] + E[5] * f[1] + E[8] * f[2] + (o[0] * fl1 - o[1] * fl0);
+  }
+  T g[6];
+  for (int k = 0; k < 6; ++k) g[k] = f[k];
+  force_to_parent(E, o, g);
+  return local_s_dot(r, p, g);
+}
+
+// f = IC S_i for joint i's local S_i: [J a; -h x a] (revolute), [h x a; m a] (prismatic).
+template <class T>
+KNOT_HD void local_inertia_s(const RobotData& r, int i, const Inertia<T>& IC, T* f) {
+  using C = Const<T>;
+  const double* a = r.axis[i];
+  const bool z = a[0] == 0.0 && a[1] == 0.0 && a[2] == 1.0;
+  if (r.type[i] == JointType::Revolute && z) {  // column 2 of IC
+    f[0] = IC.J[4];
+    f[1] = IC.J[5];
+    f[2] = IC.J[2];
+    f[3] = -IC.h[1];
+    f[4] = IC.h[0];
+    f[5] = T(0);
+    return;
+  }
+  const T at[3] = {T(C(a[0])), T(C(a[1])), T(C(a[2]))};
+  T hxa[3];
+  cross3(IC.h, at, hxa);
+  if (r.type[i] == JointType::Revolute) {
+    sym3_mul(IC.J, at, f);
+    for (int k = 0; k < 3; ++k) f[3 + k] = -hxa[k];
+  } else {
+    for (int k = 0; k < 3; ++k) {
+      f[k] = hxa[k];
+      f[3 + k] = IC.m * at[k];
+    }
+  }
+}
+
 }  // namespace detail
 
 // World pose of every body (w.R, w.p) and every joint's motion subspace (w.S) at q.
@@ -571,14 +751,120 @@ KNOT_HD void rnea(const RobotData& r, const T* q, const T* qd, detail::Opt<const
                              static_cast<T*>(nullptr), 0, w);
 }
 
-// M(q) (n x n, column-major, ld ldm; both triangles written).
+namespace detail {
+
+// The composite rigid body algorithm in joint-local frames (see joint_transform). With world_walk,
+// the pairs of a body and a strict ancestor are not walked joint by joint but taken in the base
+// frame, M_ij = S_j' F_i with both moved there once per body (a pose product and a force transform
+// per body against a force transform per pair; mass_matrix picks the cheaper). Scratch: w.R, w.p
+// (local transforms), w.IC (local composites); with world_walk also w.BT, w.Bl (base-frame poses),
+// w.S (base-frame S) and w.alpha (base-frame F).
+template <class T>
+KNOT_HD void crba_local(const RobotData& r, const T* q, T* M, int ldm, Workspace<T>& w, bool world_walk) {
+  const int n = r.n;
+  w.inertia_current = false;
+  for (int i = 0; i < n; ++i) {
+    joint_transform(r, i, q[i], w.R[i], w.p[i]);
+    local_inertia(r, i, w.IC[i]);
+  }
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < n; ++i) M[i + j * ldm] = T(0);
+  if (world_walk) {
+    using C = Const<T>;
+    for (int i = 0; i < n; ++i) {  // base-frame pose (Rw, pw) = parent's * (E, o), and S
+      const int p = r.parent[i];
+      const T* E = w.R[i];
+      const T* o = w.p[i];
+      T* Rw = w.BT[i];
+      T* pw = w.Bl[i];
+      if (p < 0) {
+        for (int k = 0; k < 9; ++k) Rw[k] = E[k];
+        for (int k = 0; k < 3; ++k) pw[k] = o[k];
+      } else {
+        const T* Rp = w.BT[p];
+        for (int col = 0; col < 3; ++col)
+          for (int row = 0; row < 3; ++row)
+            Rw[row + 3 * col] = Rp[row] * E[3 * col] + Rp[row + 3] * E[3 * col + 1] + Rp[row + 6] * E[3 * col + 2];
+        for (int row = 0; row < 3; ++row)
+          pw[row] = w.Bl[p][row] + Rp[row] * o[0] + Rp[row + 3] * o[1] + Rp[row + 6] * o[2];
+      }
+      const double* a = r.axis[i];
+      T aw[3];
+      for (int k = 0; k < 3; ++k) aw[k] = Rw[k] * C(a[0]) + Rw[k + 3] * C(a[1]) + Rw[k + 6] * C(a[2]);
+      T* S = w.S[i];
+      if (r.type[i] == JointType::Revolute) {
+        for (int k = 0; k < 3; ++k) S[k] = aw[k];
+        cross3(pw, aw, S + 3);
+      } else {
+        for (int k = 0; k < 3; ++k) {
+          S[k] = T(0);
+          S[3 + k] = aw[k];
+        }
+      }
+    }
+  }
+  // Leaves first: IC_i is complete once its children (numbered after i) have added into it.
+  for (int i = n - 1; i >= 0; --i) {
+    T f[6];
+    local_inertia_s(r, i, w.IC[i], f);
+    M[i + i * ldm] = local_s_dot(r, i, f);
+    const int p = r.parent[i];
+    if (world_walk && p >= 0) {
+      const T* Rw = w.BT[i];
+      T* F = w.alpha[i];  // [Rw n + pw x Rw fl; Rw fl]
+      for (int k = 0; k < 3; ++k) {
+        F[3 + k] = Rw[k] * f[3] + Rw[k + 3] * f[4] + Rw[k + 6] * f[5];
+        F[k] = Rw[k] * f[0] + Rw[k + 3] * f[1] + Rw[k + 6] * f[2];
+      }
+      T pxf[3];
+      cross3(w.Bl[i], F + 3, pxf);
+      for (int k = 0; k < 3; ++k) F[k] += pxf[k];
+      for (int j = p; j >= 0; j = r.parent[j]) {
+        const T mij = dot6(F, w.S[j]);
+        M[i + j * ldm] = mij;
+        M[j + i * ldm] = mij;
+      }
+    } else {
+      for (int j = i; r.parent[j] >= 0; j = r.parent[j]) {
+        const int pj = r.parent[j];
+        T mij;
+        if (r.parent[pj] >= 0) {
+          force_to_parent(w.R[j], w.p[j], f);
+          mij = local_s_dot(r, pj, f);
+        } else {  // pj is the root: only S' X^* f is needed
+          mij = local_s_dot_to_parent(r, pj, w.R[j], w.p[j], f);
+        }
+        M[i + pj * ldm] = mij;
+        M[pj + i * ldm] = mij;
+      }
+    }
+    if (p >= 0) inertia_to_parent(w.R[i], w.p[i], w.IC[i], w.IC[p]);
+  }
+}
+
+// Whether crba_local's base-frame pairs cost less than the joint-by-joint walk: a walk step is about
+// 18 products more than a base-frame pair, a body's pose and force transform about 27 + 36 more.
+KNOT_HD bool crba_world_walk_pays(const RobotData& r) {
+  int depth[kMaxJoints];
+  int steps = 0, poses = 0;
+  for (int i = 0; i < r.n; ++i) {
+    const int p = r.parent[i];
+    depth[i] = p < 0 ? 0 : depth[p] + 1;
+    if (depth[i] > 1) steps += depth[i] - 1;  // full walk steps (the last one is a projection)
+    if (p >= 0) ++poses;
+  }
+  return 18 * steps > 36 * poses + 27 * r.n;
+}
+
+}  // namespace detail
+
+// M(q) (n x n, column-major, ld ldm; both triangles written), by the composite rigid body algorithm
+// in joint-local frames (detail::crba_local). It uses scratch of w that forward_kinematics fills,
+// so w holds no world kinematics afterwards: run forward_kinematics before point_position or
+// point_jacobian.
 template <class T>
 KNOT_HD void mass_matrix(const RobotData& r, const T* q, T* M, int ldm, Workspace<T>& w) {
-  forward_kinematics(r, q, w);
-  T zero[kMaxJoints];
-  for (int i = 0; i < r.n; ++i) zero[i] = T(0);
-  detail::rnea_sweeps<false>(r, zero, static_cast<const T*>(nullptr), static_cast<T*>(nullptr), M, ldm,
-                             static_cast<T*>(nullptr), static_cast<T*>(nullptr), 0, w);
+  detail::crba_local(r, q, M, ldm, w, detail::crba_world_walk_pays(r));
 }
 
 // tau at (q, qd, qdd) together with dtau/dq and dtau/dqd (n x n each, column-major, ld ldd).
