@@ -54,8 +54,22 @@ double ratio(const std::vector<double>& got, const std::vector<double>& want, co
   return worst;
 }
 
+// The checks take M, N at run time and the kernel as a pointer: only the kernels are instantiated
+// per size (the checks once), which keeps this file's compile time to the kernels' own.
+using KernelT = void (*)(const double*, int, const double*, double, double*);
+using KernelN = void (*)(const double*, int, const double*, double*);
+
 template <int M, int N, bool Tri>
-void check_t(Rng& rng, double beta) {
+void call_t(const double* A, int lda, const double* x, double beta, double* y) {
+  gemv_tile_t<M, N, Tri>(A, lda, x, beta, y);
+}
+
+template <int M, int N, bool Tri, bool Sub>
+void call_n(const double* A, int lda, const double* x, double* y) {
+  gemv_tile_n<M, N, Tri, Sub>(A, lda, x, y);
+}
+
+void check_t(Rng& rng, int M, int N, bool Tri, double beta, KernelT kernel) {
   const int lda = M + 3;
   const std::vector<double> A = make_a(rng, M, N, Tri, lda);
   std::vector<double> x(M), y(N + 2, kNaN), want(N), mag(N);
@@ -70,12 +84,11 @@ void check_t(Rng& rng, double beta) {
     want[j] = beta == 0.0 ? acc : y[j] + acc;
     mag[j] = beta == 0.0 ? m : m + std::abs(y[j]);
   }
-  gemv_tile_t<M, N, Tri>(A.data(), lda, x.data(), beta, y.data());
+  kernel(A.data(), lda, x.data(), beta, y.data());
   EXPECT_LT(ratio(y, want, mag, N), 1.0) << "t m=" << M << " n=" << N << " tri=" << Tri << " beta=" << beta;
 }
 
-template <int M, int N, bool Tri, bool Sub>
-void check_n(Rng& rng) {
+void check_n(Rng& rng, int M, int N, bool Tri, bool Sub, KernelN kernel) {
   const int lda = M + 3;
   const std::vector<double> A = make_a(rng, M, N, Tri, lda);
   std::vector<double> x(N), y(M + 2, kNaN), want(M), mag(M);
@@ -90,21 +103,21 @@ void check_n(Rng& rng) {
     want[i] = Sub ? y[i] - acc : y[i] + acc;
     mag[i] = m + std::abs(y[i]);
   }
-  gemv_tile_n<M, N, Tri, Sub>(A.data(), lda, x.data(), y.data());
+  kernel(A.data(), lda, x.data(), y.data());
   EXPECT_LT(ratio(y, want, mag, M), 1.0) << "n m=" << M << " n=" << N << " tri=" << Tri << " sub=" << Sub;
 }
 
 template <int M, int N>
 void check_both(Rng& rng) {
-  check_t<M, N, false>(rng, 0.0);
-  check_t<M, N, false>(rng, 1.0);
-  check_n<M, N, false, false>(rng);
-  check_n<M, N, false, true>(rng);
+  check_t(rng, M, N, false, 0.0, call_t<M, N, false>);
+  check_t(rng, M, N, false, 1.0, call_t<M, N, false>);
+  check_n(rng, M, N, false, false, call_n<M, N, false, false>);
+  check_n(rng, M, N, false, true, call_n<M, N, false, true>);
   if constexpr (M >= N) {
-    check_t<M, N, true>(rng, 0.0);
-    check_t<M, N, true>(rng, 1.0);
-    check_n<M, N, true, false>(rng);
-    check_n<M, N, true, true>(rng);
+    check_t(rng, M, N, true, 0.0, call_t<M, N, true>);
+    check_t(rng, M, N, true, 1.0, call_t<M, N, true>);
+    check_n(rng, M, N, true, false, call_n<M, N, true, false>);
+    check_n(rng, M, N, true, true, call_n<M, N, true, true>);
   }
 }
 
