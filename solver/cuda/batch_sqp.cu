@@ -5,7 +5,7 @@
 #include <new>
 #include <vector>
 
-#include "knot/linalg/cuda/group.cuh"
+#include "batch_sqp_launch.hpp"
 #include "knot/solver/cuda/batch_cuda.hpp"
 
 namespace knot::solver::cuda {
@@ -26,24 +26,6 @@ Status invalid(const char* what) { return Status{linalg::cuda::StatusCode::Inval
 std::size_t iterate_doubles(const device::BatchProblem& P) {
   return static_cast<std::size_t>(P.N + 1) * P.nx * 2 + static_cast<std::size_t>(P.N) * P.nu +
          2 * static_cast<std::size_t>(P.n_ineq) + static_cast<std::size_t>(P.n_eq);
-}
-
-// One problem per block: the staged iterate in, the solve, the iterate out (converted when T is float).
-template <class T>
-__global__ void batch_sqp_kernel(device::BatchProblem P, const unsigned char* arena, const double* slices,
-                                 std::size_t slice_stride, device::DeviceOptions o, T* arrays,
-                                 std::size_t array_stride, double* iterates, std::size_t iterate_stride,
-                                 device::DeviceResult* results, IterationStats* rows, int batch) {
-  const int p = static_cast<int>(blockIdx.x);
-  if (p >= batch) return;  // the whole block leaves together
-  linalg::BlockGroup g;
-  const device::SqpArrays<T> a = device::SqpArrays<T>::carve(P, o.max_iter, arrays + p * array_stride);
-  double* it = iterates + p * iterate_stride;
-  for (std::size_t i = g.rank(); i < iterate_stride; i += g.size()) a.x[i] = T(it[i]);
-  g.sync();
-  device::sqp_solve(g, P, arena, slices + p * slice_stride, o, a, results + p,
-                    rows + static_cast<std::size_t>(p) * (o.max_iter + 1));
-  for (std::size_t i = g.rank(); i < iterate_stride; i += g.size()) it[i] = double(a.x[i]);
 }
 
 }  // namespace
@@ -131,9 +113,9 @@ struct CudaBatch::Impl {
     KNOT_BATCH_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
     cudaMemcpyAsync(d_slices, h_slices, B * slice_stride * sizeof(double), cudaMemcpyHostToDevice, stream);
     cudaMemcpyAsync(d_iterates, h_iterates, B * iterate_stride * sizeof(double), cudaMemcpyHostToDevice, stream);
-    batch_sqp_kernel<T><<<batch, threads, 0, stream>>>(P, d_arena, d_slices, slice_stride, options,
-                                                       static_cast<T*>(d_arrays), array_stride, d_iterates,
-                                                       iterate_stride, d_results, d_rows, batch);
+    detail::launch_batch_sqp(batch, threads, stream, P, d_arena, d_slices, slice_stride, options,
+                             static_cast<T*>(d_arrays), array_stride, d_iterates, iterate_stride, d_results,
+                             d_rows);
     const cudaError_t launch = cudaGetLastError();
     cudaMemcpyAsync(h_iterates, d_iterates, B * iterate_stride * sizeof(double), cudaMemcpyDeviceToHost, stream);
     cudaMemcpyAsync(h_results, d_results, B * sizeof(device::DeviceResult), cudaMemcpyDeviceToHost, stream);
