@@ -11,6 +11,7 @@
 #include "knot/problems/constraint.hpp"
 #include "knot/problems/cost.hpp"
 #include "knot/problems/error.hpp"
+#include "knot/problems/expression.hpp"
 #include "knot/problems/model_adapter.hpp"
 #include "knot/problems/models/manipulator.hpp"
 #include "knot/problems/problem.hpp"
@@ -73,6 +74,7 @@ struct ModelBlock {
   std::vector<unsigned char> bytes;
   const problems::models::Linear* linear = nullptr;
   const problems::Manipulator* manipulator = nullptr;
+  const problems::ExpressionDynamics* expression = nullptr;
 };
 
 template <class M>
@@ -80,8 +82,18 @@ bool try_adapted(const problems::Model& m, ModelKind kind, std::optional<ModelBl
   const auto* a = dynamic_cast<const problems::ModelAdapter<M>*>(&m);
   if (a == nullptr) return false;
   static_assert(std::is_trivially_copyable_v<M>);
-  ModelBlock b{kind, std::vector<unsigned char>(sizeof(M)), nullptr, nullptr};
-  std::memcpy(b.bytes.data(), &a->model(), sizeof(M));
+  ModelBlock b{kind, std::vector<unsigned char>(sizeof(M)), nullptr, nullptr, nullptr};
+  if constexpr (std::is_same_v<M, problems::ExpressionDynamics>) {
+    // The arena's copy points at nothing: with_model rebuilds the tape view over the arena's arrays.
+    M copy = a->model();
+    copy.tape.code = nullptr;
+    copy.tape.outputs = nullptr;
+    copy.info = nullptr;
+    std::memcpy(b.bytes.data(), &copy, sizeof(M));
+    b.expression = &a->model();
+  } else {
+    std::memcpy(b.bytes.data(), &a->model(), sizeof(M));
+  }
   if constexpr (std::is_same_v<M, problems::models::Linear>) b.linear = &a->model();
   out = std::move(b);
   return true;
@@ -95,11 +107,13 @@ std::optional<ModelBlock> model_block(const problems::Model& m) {
       try_adapted<pm::Acrobot>(m, ModelKind::Acrobot, b) || try_adapted<pm::Quadrotor>(m, ModelKind::Quadrotor, b) ||
       try_adapted<pm::Unicycle>(m, ModelKind::Unicycle, b) || try_adapted<pm::Car>(m, ModelKind::Car, b) ||
       try_adapted<pm::ChainOfMasses>(m, ModelKind::ChainOfMasses, b) ||
-      try_adapted<pm::Linear>(m, ModelKind::Linear, b))
+      try_adapted<pm::Linear>(m, ModelKind::Linear, b) ||
+      try_adapted<problems::ExpressionDynamics>(m, ModelKind::Expression, b))
     return b;
   if (const auto* man = dynamic_cast<const problems::Manipulator*>(&m)) {
     static_assert(std::is_trivially_copyable_v<problems::robot::RobotData>);
-    ModelBlock mb{ModelKind::Manipulator, std::vector<unsigned char>(sizeof(problems::robot::RobotData)), nullptr, man};
+    ModelBlock mb{ModelKind::Manipulator, std::vector<unsigned char>(sizeof(problems::robot::RobotData)), nullptr, man,
+                  nullptr};
     std::memcpy(mb.bytes.data(), &man->robot().data, sizeof(problems::robot::RobotData));
     return mb;
   }
@@ -192,6 +206,12 @@ BatchProblemData compile_batch_problem(const problems::Problem& p) {
     P.linear_B = arena.put(lp.B, sizeof(double) * std::size_t(nx) * nu);
     P.has_linear_c = lp.c != nullptr ? 1 : 0;
     if (lp.c != nullptr) P.linear_c = arena.put(lp.c, sizeof(double) * std::size_t(nx));
+  }
+  if (mb.expression != nullptr) {
+    const problems::ExprTape& t = mb.expression->tape;
+    static_assert(std::is_trivially_copyable_v<problems::ExprInstr> && alignof(problems::ExprInstr) <= 8);
+    P.expr_code = arena.put(t.code, sizeof(problems::ExprInstr) * std::size_t(t.size));
+    P.expr_outputs = arena.put(t.outputs, sizeof(std::uint8_t) * std::size_t(t.n_outputs));
   }
   P.x0 = slice_put(p.x0.data(), p.x0.size());
 

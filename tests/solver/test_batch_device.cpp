@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -159,6 +160,35 @@ TEST(BatchDevice, PerProblemReferencesAndBoundsReachOnlyTheirProblem) {
   EXPECT_FALSE(near(batch.solution(2), plain.solution()));
   EXPECT_THROW(batch.set_bounds(0, "torque_limit", std::vector<double>{-INFINITY}, hi), std::invalid_argument);
   EXPECT_THROW(batch.set_reference(0, "nope", ref), std::invalid_argument);
+}
+
+// An expression model (ModelKind::Expression) in the pool: each problem bitwise what DeviceSqp gives
+// alone, for every thread count, and Auto takes the device path for it while planar_quadrotor's
+// residual cost sends that one to the Solvers path, named.
+TEST(BatchDevice, ExpressionModelInThePool) {
+  const problems::Problem p =
+      problems::load_problem(std::filesystem::path(KNOT_TEST_DATA_DIR) / "expression" / "cartpole_swingup.yaml");
+  const auto x0 = perturbed_starts(p, 5, 0.01);
+  const auto want = alone(p, x0);
+  for (int threads : {1, 2, 3, 7}) {
+    BatchOptions o;
+    o.threads = threads;
+    o.solver = device_fit(p);
+    BatchSolver batch(p, 5, o);
+    ASSERT_EQ(batch.path(), BatchPath::Device);
+    for (int i = 0; i < 5; ++i) batch.set_initial_state(i, x0[std::size_t(i)]);
+    batch.solve();
+    for (int i = 0; i < 5; ++i)
+      EXPECT_EQ(difference(batch.solution(i), want[std::size_t(i)]), "") << "problem " << i << ", " << threads
+                                                                         << " threads";
+  }
+  const problems::Problem quad = load_config("planar_quadrotor");
+  BatchOptions o;
+  o.solver = device_fit(quad);
+  BatchSolver fallback(quad, 2, o);
+  EXPECT_EQ(fallback.path(), BatchPath::Solvers);
+  EXPECT_NE(fallback.device_path_refusal().find("cost 'thrust' (residual)"), std::string::npos)
+      << fallback.device_path_refusal();
 }
 
 TEST(BatchDevice, AutoTakesTheDevicePathWhereItFitsAndSaysWhyNot) {

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <limits>
 #include <random>
 #include <string>
@@ -15,6 +17,8 @@
 
 #include "knot/linalg/threaded_group.hpp"
 #include "knot/problems/error.hpp"
+#include "knot/problems/expression.hpp"
+#include "knot/problems/model_adapter.hpp"
 #include "knot/solver/device/linearize.hpp"
 #include "test_sqp_common.hpp"
 
@@ -221,6 +225,23 @@ struct Case {
   std::vector<std::string> overrides;
 };
 
+// The built-in systems written as expression models (tests/data/expression/).
+problems::Problem load_expression(const std::string& name, const std::vector<std::string>& overrides = {}) {
+  return problems::load_problem(std::filesystem::path(KNOT_TEST_DATA_DIR) / "expression" / (name + ".yaml"), overrides);
+}
+
+// Those the device path takes (unicycle_obstacles' circle obstacles have none), each explicit scheme
+// on the cart-pole, and a parameter set on the command line.
+std::vector<Case> expression_cases() {
+  std::vector<Case> out;
+  for (const char* name : {"cartpole_swingup", "pendulum_swingup", "acrobot_swingup", "quadrotor_to_point"})
+    out.push_back({name, {}});
+  for (const char* scheme : {"euler", "semi_implicit_euler", "rk4"})
+    out.push_back({"cartpole_swingup", {std::string("horizon.integrator=") + scheme}});
+  out.push_back({"cartpole_swingup", {"model.params.pole_mass=0.11"}});
+  return out;
+}
+
 // Every config with a device path, and each explicit scheme on a first-order model, a model with an
 // analytic host Jacobian, and the manipulator (velocity rows).
 std::vector<Case> compiling_cases() {
@@ -321,7 +342,7 @@ TEST(DeviceLinearize, RefusesWhatHasNoDevicePathByName) {
     const char* names;
   } cases[] = {{"cartpole_swingup_smooth", "(control_rate) has no device path yet"},
                {"unicycle_obstacles", "(circle_obstacle) has no device path yet"},
-               {"planar_quadrotor", "model 'expression' has no device path yet"}};
+               {"planar_quadrotor", "cost 'thrust' (residual) has no device path yet"}};
   for (const auto& c : cases) {
     SCOPED_TRACE(c.config);
     const problems::Problem p = load_config(c.config);
@@ -343,6 +364,14 @@ TEST(DeviceLinearize, RefusesWhatHasNoDevicePathByName) {
   // An implicit integrator too.
   const problems::Problem implicit = load_config("cartpole_swingup", {"horizon.integrator=implicit_euler"});
   EXPECT_NE(solver::device::device_path_unsupported(implicit).find("implicit_euler"), std::string::npos);
+  // An expression model takes an expression constraint's refusal by the term's name, not the model's.
+  const problems::Problem expr_constraint = load_expression(
+      "cartpole_swingup",
+      {"constraints[0]={name: force_limit, type: expression, expression: F, lower: [-80], upper: [80]}"});
+  EXPECT_EQ(solver::device::device_path_unsupported(expr_constraint),
+            "constraint 'force_limit' (expression) has no device path yet");
+  const problems::Problem expr_implicit = load_expression("pendulum_swingup", {"horizon.integrator=implicit_midpoint"});
+  EXPECT_NE(solver::device::device_path_unsupported(expr_implicit).find("implicit_midpoint"), std::string::npos);
 }
 
 // Negative controls: the comparison sees a changed reference, and non-finite inputs give false on
@@ -403,6 +432,127 @@ TEST(DeviceLinearize, NegativeControls) {
     Output o2(d.problem);
     run_threaded(d, d.slice.data(), bad.x, bad.u, threads, o2);
     EXPECT_FALSE(o2.ok) << threads;
+  }
+}
+
+// The expression model on the device path (ModelKind::Expression: the tape's arrays in the arena)
+// against the host Problem's objects, as MatchesTheHostLinearizationOnEveryConfig does for the
+// built-in models: the same blocks to 1e-13, the same row layout.
+TEST(DeviceLinearize, ExpressionModelsMatchTheHostLinearization) {
+  std::mt19937_64 rng(20261218);
+  for (const Case& c : expression_cases()) {
+    const std::string name = c.config + (c.overrides.empty() ? "" : " " + c.overrides[0]);
+    SCOPED_TRACE(name);
+    const problems::Problem p = load_expression(c.config, c.overrides);
+    ASSERT_EQ(p.model->type(), "expression");
+    ASSERT_EQ(solver::device::device_path_unsupported(p), "");
+    const BatchProblemData d = solver::device::compile_batch_problem(p);
+    const auto& P = d.problem;
+    ASSERT_EQ(P.model, solver::device::ModelKind::Expression);
+    const solver::Solver host(p, sqp_options(p));
+    const int* io = solver::device::row_offsets(P, d.arena.data(), solver::device::ConstraintSet::Inequality);
+    for (int k = 0; k <= P.N + 1; ++k) ASSERT_EQ(io[k], host.inequality_offset(k)) << "knot " << k;
+    Compare cmp;
+    for (int trial = 0; trial < 3; ++trial) {
+      const Point pt = random_point(p, rng);
+      const HostReference h = host_linearize(p, pt.x, pt.u);
+      ASSERT_TRUE(h.ok);
+      Output o(P);
+      run_serial(d, d.slice.data(), pt.x, pt.u, o);
+      ASSERT_TRUE(o.ok);
+      const LqView<double>& v = o.view;
+      const std::size_t N = std::size_t(P.N), nx = std::size_t(P.nx), nu = std::size_t(P.nu);
+      cmp("A", v.A, h.A.data(), N * nx * nx, nx * nx);
+      cmp("B", v.B, h.B.data(), N * nx * nu, nx * nu);
+      cmp("c", v.c, h.c.data(), N * nx, nx);
+      cmp("Q", v.Q, h.Q.data(), (N + 1) * nx * nx, nx * nx);
+      cmp("q", v.q, h.q.data(), (N + 1) * nx, nx);
+      cmp("r", v.r, h.r.data(), N * nu, nu);
+      cmp("ineq_value", o.ineq_value.data(), h.ineq_value.data(), h.ineq_value.size());
+      cmp("ineq_jac", o.ineq_jac.data(), h.ineq_jac.data(), h.ineq_jac.size(), nx + nu);
+      cmp("cost", o.cost.data(), h.cost.data(), h.cost.size());
+      if (HasFatalFailure()) return;
+      std::vector<double> work(solver::device::step_work_size(P)), y(nx), y2(nx), A(nx * nx), B(nx * nu);
+      ASSERT_TRUE(solver::device::step(P, d.arena.data(), pt.x.data(), pt.u.data(), y.data(), work.data()));
+      ASSERT_TRUE(solver::device::step_jacobian(P, d.arena.data(), pt.x.data(), pt.u.data(), y2.data(), A.data(),
+                                                B.data(), work.data()));
+      cmp("step", y.data(), y2.data(), nx, nx);
+    }
+    std::printf("%-50s %7zu values, %7zu bitwise equal, largest difference %.2g of its block\n", name.c_str(),
+                cmp.total, cmp.bitwise, cmp.worst);
+  }
+}
+
+TEST(DeviceLinearize, ExpressionModelGroupSizesAgreeBitwise) {
+  std::mt19937_64 rng(8);
+  for (const char* name : {"cartpole_swingup", "quadrotor_to_point"}) {
+    SCOPED_TRACE(name);
+    const problems::Problem p = load_expression(name);
+    const BatchProblemData d = solver::device::compile_batch_problem(p);
+    const Point pt = random_point(p, rng);
+    Output serial(d.problem);
+    run_serial(d, d.slice.data(), pt.x, pt.u, serial);
+    ASSERT_TRUE(serial.ok);
+    const std::vector<double> ref = serial.all();
+    for (int threads : {1, 2, 3, 7}) {
+      Output o(d.problem);
+      run_threaded(d, d.slice.data(), pt.x, pt.u, threads, o);
+      ASSERT_TRUE(o.ok) << threads;
+      const std::vector<double> got = o.all();
+      ASSERT_EQ(got.size(), ref.size());
+      EXPECT_EQ(std::memcmp(got.data(), ref.data(), got.size() * sizeof(double)), 0) << threads << " ranks";
+    }
+  }
+}
+
+// Negative controls: the device path reads the tape from the arena (a constant changed there moves
+// the dynamics' blocks beyond the tolerance above, and only them), and a NaN state gives false.
+TEST(DeviceLinearize, ExpressionModelNegativeControls) {
+  const problems::Problem p = load_expression("cartpole_swingup");
+  const BatchProblemData d = solver::device::compile_batch_problem(p);
+  const auto& P = d.problem;
+  std::mt19937_64 rng(12);
+  const Point pt = random_point(p, rng);
+  const HostReference h = host_linearize(p, pt.x, pt.u);
+  Output base(P);
+  run_serial(d, d.slice.data(), pt.x, pt.u, base);
+  ASSERT_TRUE(base.ok);
+
+  // The tape's first instruction with a nonzero constant (a parameter folded in), scaled by 1.1.
+  BatchProblemData changed = d;
+  auto* code = reinterpret_cast<problems::ExprInstr*>(changed.arena.data() + P.expr_code);
+  const auto* model = dynamic_cast<const problems::ModelAdapter<problems::ExpressionDynamics>*>(p.model.get());
+  ASSERT_NE(model, nullptr);
+  const int size = model->model().tape.size;
+  int at = -1;
+  for (int i = model->model().tape.loads; i < size && at < 0; ++i)
+    if (code[i].k != 0 && code[i].op != problems::ExprOp::PowInt) at = i;
+  ASSERT_GE(at, 0) << "no constant in the tape";
+  code[at].k *= 1.1;
+  Output moved(P);
+  run_serial(changed, changed.slice.data(), pt.x, pt.u, moved);
+  ASSERT_TRUE(moved.ok);
+  const std::size_t nA = std::size_t(P.N) * P.nx * P.nx;
+  double diff = 0, norm = 0;
+  for (std::size_t e = 0; e < nA; ++e) {
+    diff = std::max(diff, std::abs(moved.view.A[e] - h.A[e]));
+    norm = std::max(norm, std::abs(h.A[e]));
+  }
+  EXPECT_GT(diff, 1e-6 * std::max(1.0, norm)) << "instruction " << at;
+  // The costs do not read the tape.
+  EXPECT_EQ(std::vector<double>(moved.view.Q, moved.view.Q + std::size_t(P.N + 1) * P.nx * P.nx),
+            std::vector<double>(base.view.Q, base.view.Q + std::size_t(P.N + 1) * P.nx * P.nx));
+  // The original arena still matches the host.
+  double base_diff = 0;
+  for (std::size_t e = 0; e < nA; ++e) base_diff = std::max(base_diff, std::abs(base.view.A[e] - h.A[e]));
+  EXPECT_LE(base_diff, 1e-13 * std::max(1.0, norm));
+
+  for (int threads : {1, 3}) {
+    Point bad = pt;
+    bad.x[std::size_t(5 * 4 + 1)] = kNaN;
+    Output o(P);
+    run_threaded(d, d.slice.data(), bad.x, bad.u, threads, o);
+    EXPECT_FALSE(o.ok) << threads;
   }
 }
 

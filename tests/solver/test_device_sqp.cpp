@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -80,8 +81,8 @@ TEST(DeviceSqp, AgreesWithSolverOnEveryConfigThatFits) {
       EXPECT_LE(d.rows().back().feasibility, std::max(o.tol_feasibility, o.acceptable_tol)) << name;
     }
   }
-  // Every model of the shipped configs but the expression one, and every term but the obstacle,
-  // the control rate and the expression terms, runs on the device path.
+  // Every model of the shipped configs, and every term but the obstacle, the control rate and the
+  // expression terms (planar_quadrotor's residual cost and constraint), runs on the device path.
   EXPECT_GE(fitted, kUnderSanitizer ? 6 : 9);
   for (const std::string& r : refused) std::printf("  not on the device path: %s\n", r.c_str());
 }
@@ -146,6 +147,76 @@ TEST(DeviceSqp, EveryGroupSizeGivesBitwiseTheSameSolve) {
       EXPECT_TRUE(snapshot(d) == serial) << name << " on " << threads << " threads";
     }
   }
+}
+
+// The built-in systems written as expression models (tests/data/expression/).
+problems::Problem load_expression(const std::string& name) {
+  return problems::load_problem(std::filesystem::path(KNOT_TEST_DATA_DIR) / "expression" / (name + ".yaml"));
+}
+
+// The expression models the device path takes reach Solver's status, iterations and cost, as the
+// built-in models above do; unicycle_obstacles is refused by its obstacle term.
+TEST(DeviceSqp, AgreesWithSolverOnTheExpressionModels) {
+  int fitted = 0, solved = 0;
+  for (const char* name :
+       {"cartpole_swingup", "pendulum_swingup", "acrobot_swingup", "unicycle_obstacles", "quadrotor_to_point"}) {
+    problems::Problem p = load_expression(name);
+    ASSERT_EQ(p.model->type(), "expression") << name;
+    const SolverOptions o = device_fit(p);
+    if (const std::string why = solver::device::device_sqp_unsupported(p, o); !why.empty()) {
+      EXPECT_EQ(std::string(name), "unicycle_obstacles") << why;
+      EXPECT_NE(why.find("(circle_obstacle) has no device path yet"), std::string::npos) << why;
+      continue;
+    }
+    if (kUnderSanitizer && p.nx() > 8) continue;
+    ++fitted;
+    Solver s(p, o);
+    s.solve();
+    DeviceSqp d(p, o);
+    d.solve();
+    EXPECT_EQ(disagreement(s.solution(), d.solution()), "") << name;
+    EXPECT_EQ(s.solution().iterations, d.solution().iterations) << name;
+    solved += solver::is_solved(d.solution().status);
+    std::printf("  expression %-24s %-18s %3d iterations  cost %.12g (Solver %.12g)\n", name,
+                solver::to_string(d.solution().status), d.solution().iterations, d.solution().cost, s.solution().cost);
+  }
+  EXPECT_GE(fitted, kUnderSanitizer ? 3 : 4);
+  // The acrobot, as the built-in one, runs out of Gauss-Newton iterations on both sides.
+  EXPECT_GE(solved, kUnderSanitizer ? 2 : 3);
+}
+
+TEST(DeviceSqp, ExpressionModelEveryGroupSizeGivesBitwiseTheSameSolve) {
+  for (const char* name : {"cartpole_swingup", "pendulum_swingup"}) {
+    problems::Problem p = load_expression(name);
+    const SolverOptions o = device_fit(p);
+    ASSERT_EQ(solver::device::device_sqp_unsupported(p, o), "") << name;
+    DeviceSqp d(p, o, 7);
+    d.solve();
+    const Snapshot serial = snapshot(d);
+    EXPECT_TRUE(solver::is_solved(serial.status)) << name;
+    for (int threads : {1, 2, 3, 7}) {
+      std::vector<double> x, u;
+      solver::default_initial_guess(p, x, u);
+      d.set_initial_guess(x, u);
+      linalg::run_threaded(threads, [&](linalg::ThreadedGroup& g) { d.solve_on(g); });
+      EXPECT_TRUE(snapshot(d) == serial) << name << " on " << threads << " threads";
+    }
+  }
+}
+
+// Negative control: a parameter of the expression moved by 10% (folded into the tape) gives a solve
+// the comparison rejects.
+TEST(DeviceSqp, ComparisonCatchesAnExpressionWithAnotherParameter) {
+  problems::Problem p = load_expression("cartpole_swingup");
+  const SolverOptions o = device_fit(p);
+  Solver s(p, o);
+  s.solve();
+  problems::Problem heavy = problems::load_problem(
+      std::filesystem::path(KNOT_TEST_DATA_DIR) / "expression" / "cartpole_swingup.yaml", {"model.params.pole_mass=0.11"});
+  DeviceSqp d(heavy, o);
+  d.solve();
+  ASSERT_TRUE(solver::is_solved(d.solution().status));
+  EXPECT_NE(disagreement(s.solution(), d.solution()), "");
 }
 
 TEST(DeviceSqp, NonFiniteInitialStateIsANumericalError) {

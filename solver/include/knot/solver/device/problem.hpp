@@ -32,6 +32,7 @@
 
 #include "knot/linalg/config.hpp"
 #include "knot/problems/dual.hpp"
+#include "knot/problems/expression.hpp"
 #include "knot/problems/integrator.hpp"
 #include "knot/problems/models/acrobot.hpp"
 #include "knot/problems/models/car.hpp"
@@ -65,6 +66,7 @@ enum class ModelKind : int {
   ChainOfMasses,
   Linear,
   Manipulator,
+  Expression,  // model: {type: expression}: the tape's arrays in the arena
 };
 
 enum class CostKind : int { State, Control, EndEffector };
@@ -114,6 +116,7 @@ struct BatchProblem {
   std::size_t model_params = 0;  // the model struct (models::Cartpole, ...; robot::RobotData)
   std::size_t linear_A = 0, linear_B = 0, linear_c = 0;  // the linear model's arrays (c: 0 when none)
   int has_linear_c = 0;
+  std::size_t expr_code = 0, expr_outputs = 0;  // the expression model's tape: ExprInstr and uint8 arrays
   std::size_t costs = 0;  // n_costs CostRecord, problem order
   int n_costs = 0;
   std::size_t ineq_terms = 0, eq_terms = 0;  // RowRecord arrays, problem order within each kind
@@ -559,6 +562,15 @@ KNOT_HD bool with_model(const BatchProblem& P, const unsigned char* arena, Fn& f
     }
     case ModelKind::Manipulator:
       return fn(ManipulatorModel{arena_at<robot::RobotData>(arena, P.model_params)});
+    case ModelKind::Expression: {
+      // The struct's tape view is rebuilt over the arena's copies of its arrays (its sizes are the
+      // compiled ones); the host-only info stays null. Sweeps seeded with S, as ModelAdapter's.
+      AdaptedModel<problems::ExpressionDynamics> a = adapted<problems::ExpressionDynamics>(arena, P.model_params, true);
+      a.m.tape.code = arena_at<problems::ExprInstr>(arena, P.expr_code);
+      a.m.tape.outputs = arena_at<std::uint8_t>(arena, P.expr_outputs);
+      a.m.info = nullptr;
+      return fn(a);
+    }
   }
   return false;
 }
