@@ -23,6 +23,9 @@
 // the failing stage. The products run on gemm_tile's register-blocked 8 x 4 tiles; nu and nx are
 // padded to multiples of 4 with decoupled unit pivots (SqrtLayout), which leaves the results exact.
 //
+// At run-time sizes (nx outside RiccatiNx, or nu > 8) the same square-root recursion runs on the
+// run-time-size kernels (sqrt_backward_rt) where sqrt_runtime says it is faster, else the classical.
+//
 // Forward, from x_0 = x_init:
 //   u_k = -L^-T (Y' x_k + kt),   x_{k+1} = A x_k + B u_k + c,   lambda_k = P_k x_k + p_k
 // (P_k x_k = Lk (Lk' x_k) on the square-root path.) u_k minimizes the stage cost plus
@@ -325,8 +328,20 @@ inline constexpr bool kSqrt = NX != kDynamic && NU != kDynamic &&
                               (NX >= 15 || (NX >= 11 && NU >= 3) || (NX >= 8 && NU == 4) || (NX >= 7 && NU >= 7));
 
 // Run-time sizes (a state size outside RiccatiNx, or nu > 8) that run the run-time-size square-root
-// recursion first (sqrt_backward_rt).
-inline bool sqrt_runtime(int nx, int nu) { return nx >= 8 && nu >= 1; }
+// recursion first (sqrt_backward_rt). Both recursions at run time, N = 50, square root / classical
+// (medians of 15, /tmp driver, loaded machine: about +-5%):
+//   nu >= 12 at every nx:          (2, 12) 0.94  (4, 12) 0.69  (26, 12) 0.80  (36, 12) 0.74  (33, 16) 0.83
+//   nu 8..11 from nx = 16, and at nx = 8, 12 (no state padding):
+//                                  (16, 9) 0.81  (18, 10) 0.92  (19, 8) 0.85  (8, 9) 0.96  (12, 9) 0.89;
+//                                  (13, 10) 1.21, (14, 9) 1.06, (5, 10) 1.14, (4, 9) 1.04 are left out
+//   nu = 4, 6 from nx = 23:        (23, 4) 0.95  (27, 6) 0.94  (31, 4) 0.88; (17, 4) 1.01, (21, 4) 1.02
+//   every nu from nx = 32:         (33, 1) 0.99  (36, 1) 0.90  (40, 3) 0.92  (48, 2) 0.90
+// Below that small or odd nu lose to their padding: (17, 1) 1.23, (21, 3) 1.08, (25, 1) 1.16,
+// (21, 7) 1.01, (29, 5) 1.07.
+inline bool sqrt_runtime(int nx, int nu) {
+  return nu >= 12 || (nu >= 8 && (nx >= 16 || nx == 8 || nx == 12)) || ((nu == 4 || nu == 6) && nx >= 23) ||
+         nx >= 32;
+}
 
 #if KNOT_GEMM_TILE_SIMD
 // dst = src' for src Rows x Cols (column-major): 4 x 4 blocks transposed in registers; the rows and
