@@ -23,6 +23,9 @@
 // the failing stage. The products run on gemm_tile's register-blocked 8 x 4 tiles; nu and nx are
 // padded to multiples of 4 with decoupled unit pivots (SqrtLayout), which leaves the results exact.
 //
+// At run-time sizes (nx outside RiccatiNx, or nu > 8) the same square-root recursion runs on the
+// run-time-size kernels (sqrt_backward_rt) where sqrt_runtime says it is faster, else the classical.
+//
 // Forward, from x_0 = x_init:
 //   u_k = -L^-T (Y' x_k + kt),   x_{k+1} = A x_k + B u_k + c,   lambda_k = P_k x_k + p_k
 // (P_k x_k = Lk (Lk' x_k) on the square-root path.) u_k minimizes the stage cost plus
@@ -324,6 +327,22 @@ template <int NX, int NU>
 inline constexpr bool kSqrt = NX != kDynamic && NU != kDynamic &&
                               (NX >= 15 || (NX >= 11 && NU >= 3) || (NX >= 8 && NU == 4) || (NX >= 7 && NU >= 7));
 
+// Run-time sizes (a state size outside RiccatiNx, or nu > 8) that run the run-time-size square-root
+// recursion first (sqrt_backward_rt). Both recursions at run time, N = 50, square root / classical
+// (medians of 15, /tmp driver, loaded machine: about +-5%):
+//   nu >= 12 at every nx:          (2, 12) 0.94  (4, 12) 0.69  (26, 12) 0.80  (36, 12) 0.74  (33, 16) 0.83
+//   nu 8..11 from nx = 16, and at nx = 8, 12 (no state padding):
+//                                  (16, 9) 0.81  (18, 10) 0.92  (19, 8) 0.85  (8, 9) 0.96  (12, 9) 0.89;
+//                                  (13, 10) 1.21, (14, 9) 1.06, (5, 10) 1.14, (4, 9) 1.04 are left out
+//   nu = 4, 6 from nx = 23:        (23, 4) 0.95  (27, 6) 0.94  (31, 4) 0.88; (17, 4) 1.01, (21, 4) 1.02
+//   every nu from nx = 32:         (33, 1) 0.99  (36, 1) 0.90  (40, 3) 0.92  (48, 2) 0.90
+// Below that small or odd nu lose to their padding: (17, 1) 1.23, (21, 3) 1.08, (25, 1) 1.16,
+// (21, 7) 1.01, (29, 5) 1.07.
+inline bool sqrt_runtime(int nx, int nu) {
+  return nu >= 12 || (nu >= 8 && (nx >= 16 || nx == 8 || nx == 12)) || ((nu == 4 || nu == 6) && nx >= 23) ||
+         nx >= 32;
+}
+
 #if KNOT_GEMM_TILE_SIMD
 // dst = src' for src Rows x Cols (column-major): 4 x 4 blocks transposed in registers; the rows and
 // columns that round Rows and Cols up to multiples of 4 are written into dst as zeros.
@@ -353,15 +372,18 @@ void transpose_tiles(const double* src, int lds, double* dst, int ldd) {
 // finished one after the other (update by the previous ones, pivot, scale), and the block's factor
 // (dl, inv) finishes the tiles below with the same operations. h0 points at entry (j0, j0) of the
 // matrix to factor (leading dimension ld0), H at that of its factor's storage.
+// NP, KN kDynamic: np_rt, kn_rt (the run-time-size square root).
 template <int NC, int NP, int KN>
-int chol_panel(int j0, int jb, double* H, int ld, const double* h0, int ld0, const double* Nm, int ldn) {
+int chol_panel(int j0, int jb, double* H, int ld, const double* h0, int ld0, const double* Nm, int ldn,
+               int np_rt = NP, int kn_rt = KN) {
+  const int NPv = linalg::extent<NP>(np_rt), KNv = linalg::extent<KN>(kn_rt);
   double dl[4][4] = {}, inv[4] = {};
   auto tile = [&]<int NV, bool Diag>(int i0) __attribute__((always_inline)) -> int {
     Tile4 acc[NV][NC];
     KNOT_UNROLL for (int c = 0; c < NC; ++c) {
       KNOT_UNROLL for (int v = 0; v < NV; ++v) tile_load<4>(acc[v][c], h0 + (i0 - j0) + 4 * v + c * ld0);
     }
-    if constexpr (KN > 0) tile_accumulate<4 * NV, NC, Trans::Yes>(acc, 0, KN, Nm + i0, ldn, Nm + j0, ldn);
+    if (KNv > 0) tile_accumulate<4 * NV, NC, Trans::Yes>(acc, 0, KNv, Nm + i0, ldn, Nm + j0, ldn);
     tile_accumulate<4 * NV, NC, Trans::Yes, true>(acc, jb, j0, H + i0, ld, H + j0, ld);
     KNOT_UNROLL for (int c = 0; c < NC; ++c) {
       KNOT_UNROLL for (int c2 = 0; c2 < NC; ++c2) {
@@ -392,10 +414,10 @@ int chol_panel(int j0, int jb, double* H, int ld, const double* h0, int ld0, con
   // The diagonal tile first (8 rows where they fit), then 8-row tiles, then 4 rows where left.
   // (12-row tiles measured slower at nx = 28.)
   int i0 = j0;
-  if (NP - j0 < 8) return tile.template operator()<1, true>(i0);
+  if (NPv - j0 < 8) return tile.template operator()<1, true>(i0);
   if (const int f = tile.template operator()<2, true>(i0)) return f;
-  for (i0 += 8; i0 + 8 <= NP; i0 += 8) tile.template operator()<2, false>(i0);
-  if (i0 < NP) tile.template operator()<1, false>(i0);
+  for (i0 += 8; i0 + 8 <= NPv; i0 += 8) tile.template operator()<2, false>(i0);
+  if (i0 < NPv) tile.template operator()<1, false>(i0);
   return 0;
 }
 
@@ -406,12 +428,15 @@ int chol_panel(int j0, int jb, double* H, int ld, const double* h0, int ld0, con
 // sums its Nm Nm' and -L L' terms in registers, so Nm Nm' is never stored. Writes zeros in H's
 // strict upper triangle within the diagonal blocks. Returns 0, or j + 1 for the first pivot j that
 // is not positive and finite (H then partly overwritten).
+// N, KN, NU4 kDynamic: n_rt, kn_rt, nu4_rt (multiples of 4 all the same).
 template <int N, int KN, int NU4>
-int chol_update(int jb, double* H, int ld, const double* Q, int ldq, const double* Nm, int ldn) {
-  static_assert(N % 4 == 0 && NU4 % 4 == 0);
-  for (int j0 = jb; j0 < N; j0 += 4) {
-    const double* h0 = j0 < NU4 ? H + j0 + j0 * ld : Q + (j0 - NU4) + (j0 - NU4) * ldq;
-    if (const int f = chol_panel<4, N, KN>(j0, jb, H, ld, h0, j0 < NU4 ? ld : ldq, Nm, ldn)) return f;
+int chol_update(int jb, double* H, int ld, const double* Q, int ldq, const double* Nm, int ldn, int n_rt = N,
+                int kn_rt = KN, int nu4_rt = NU4) {
+  static_assert((N == kDynamic || N % 4 == 0) && (NU4 == kDynamic || NU4 % 4 == 0));
+  const int n = linalg::extent<N>(n_rt), nu4 = linalg::extent<NU4>(nu4_rt);
+  for (int j0 = jb; j0 < n; j0 += 4) {
+    const double* h0 = j0 < nu4 ? H + j0 + j0 * ld : Q + (j0 - nu4) + (j0 - nu4) * ldq;
+    if (const int f = chol_panel<4, N, KN>(j0, jb, H, ld, h0, j0 < nu4 ? ld : ldq, Nm, ldn, n, kn_rt)) return f;
   }
   return 0;
 }
@@ -557,6 +582,142 @@ void sqrt_forward(int, int, int N, const LqData& d, const RiccatiWork& w, LqSolu
     linalg::gemv_tile_n<nx, nx, true>(Lp, ld, w.t, lam);
   }
 }
+
+// ---- Square-root path at run-time sizes
+//
+// sqrt_backward's recursion, SqrtLayout's padding and chol_update's factorization with nx and nu known
+// only at run time (a state size outside RiccatiNx, or nu > 8): the products on gemm_tile_dynamic's
+// 8 x 4 tiles, the vector sweeps on column_product / gemv_t_dynamic. One instantiation serves every
+// such size (no new fixed sizes). The padding's zero rows and columns are written with every
+// transpose, since the workspace is shared with the classical recursion.
+
+struct SqrtDims {
+  int nx, nu, nx4, nu4, n, ld, lp;
+  std::size_t block;
+  bool padded;
+  SqrtDims(int nx_, int nu_)
+      : nx(nx_), nu(nu_), nx4(round4(nx_)), nu4(round4(nu_)), n(nx4 + nu4), ld(n), lp(nu4 + nu4 * ld),
+        block(static_cast<std::size_t>(ld) * n), padded(nx4 != nx_) {}
+};
+
+// dst = src' for src m x n, and dst's rows n .. n4-1 and columns m .. m4-1 zero (dst n4 x m4).
+inline void transpose_padded(int m, int n, int m4, int n4, const double* src, int lds, double* dst, int ldd) {
+  transpose_dynamic(m, n, src, lds, dst, ldd);
+  for (int i = 0; i < m; ++i)
+    for (int j = n; j < n4; ++j) dst[j + i * ldd] = 0.0;
+  for (int i = m; i < m4; ++i)
+    for (int j = 0; j < n4; ++j) dst[j + i * ldd] = 0.0;
+}
+
+// t = L'x and y += L t for a factor L (n x n) whose strict upper triangle is zero only inside its 4 x 4
+// diagonal blocks (chol_update's output): by 4-column panels from the diagonal block down.
+inline void lower_t_dynamic(int n, const double* L, int ld, const double* x, double* t) {
+  const int full = n / 4 * 4;
+  for (int j0 = 0; j0 < full; j0 += 4) dot_columns<4>(n - j0, 0, L + j0 + j0 * ld, ld, x + j0, 0.0, t + j0);
+  linalg::detail::with_fixed<3>(n - full, [&]<int NC>() {
+    dot_columns<NC>(n - full, 0, L + full + full * ld, ld, x + full, 0.0, t + full);
+  });
+}
+
+inline void lower_n_dynamic(int n, const double* L, int ld, const double* t, double* y) {
+  for (int j0 = 0; j0 < n; j0 += 4)
+    column_product<Trans::No>(n - j0, std::min(4, n - j0), 1.0, L + j0 + j0 * ld, ld, t + j0, 1, 1.0, y + j0);
+}
+
+bool sqrt_backward_rt(int nx, int nu, int N, const LqData& d, const RiccatiWork& w) {
+  const SqrtDims z(nx, nu);
+  const int nx4 = z.nx4, nu4 = z.nu4, n = z.n, ld = z.ld;
+  Serial g;
+  if (z.padded) {
+    std::fill(w.Q4, w.Q4 + nx4 * nx4, 0.0);
+    for (int i = nx; i < nx4; ++i) w.Q4[i + i * nx4] = 1.0;
+  }
+  auto state_block = [&](int k) -> const double* {
+    const double* Q = d.Q_k(k);
+    if (!z.padded) return Q;
+    for (int j = 0; j < nx; ++j) std::memcpy(w.Q4 + j + j * nx4, Q + j + j * nx, (nx - j) * sizeof(double));
+    return w.Q4;
+  };
+  constexpr int D = kDynamic;
+  if (chol_update<D, D, D>(nu4, w.F + N * z.block, ld, state_block(N), nx4, nullptr, ld, n, 0, nu4) != 0)
+    return false;
+  std::memcpy(w.p + static_cast<std::size_t>(N) * nx, d.q_k(N), nx * sizeof(double));
+  for (int k = N - 1; k >= 0; --k) {
+    const double* R = d.R_k(k);
+    const double* Lp = w.F + (k + 1) * z.block + z.lp;
+    double* F = w.F + k * z.block;
+    double* pk = w.p + static_cast<std::size_t>(k) * nx;
+    double* kt = w.kt + static_cast<std::size_t>(k) * nu;
+
+    transpose_padded(nx, nu, nx4, nu4, d.B_k(k), nx, w.Xt, ld);
+    transpose_padded(nx, nx, nx4, nx4, d.A_k(k), nx, w.Xt + nu4, ld);
+    linalg::gemm_tile_dynamic<Trans::No, linalg::TileShape::LowerB>(n, nx, nx, 1.0, w.Xt, ld, Lp, ld, 0.0, w.Nm, ld);
+    for (int j = 0; j < nu4; ++j)
+      for (int i = j; i < nu4; ++i) F[i + j * ld] = j < nu && i < nu ? R[i + j * nu] : i == j ? 1.0 : 0.0;
+    transpose_padded(nu, nx, nu4, nx4, d.S_k(k), nu, F + nu4, ld);
+    if (chol_update<D, D, D>(0, F, ld, state_block(k), nx4, w.Nm, ld, n, nx, nu4) != 0) return false;
+
+    lower_t_dynamic(nx, Lp, ld, d.c_k(k), w.t);
+    std::memcpy(w.pc, w.p + static_cast<std::size_t>(k + 1) * nx, nx * sizeof(double));
+    lower_n_dynamic(nx, Lp, ld, w.t, w.pc);
+    for (int i = 0; i < nu4; ++i) w.h[i] = i < nu ? d.r_k(k)[i] : 0.0;
+    std::memcpy(w.h + nu4, d.q_k(k), nx * sizeof(double));
+    column_product<Trans::No>(nu4 + nx, nx, 1.0, w.Xt, ld, w.pc, 1, 1.0, w.h);
+    std::memcpy(kt, w.h, nu * sizeof(double));
+    linalg::trsv<Uplo::Lower, Trans::No, kDynamic>(g, nu, F, ld, kt);
+    std::memcpy(pk, w.h + nu4, nx * sizeof(double));
+    column_product<Trans::No>(nx, nu, -1.0, F + nu4, ld, kt, 1, 1.0, pk);
+  }
+  return true;
+}
+
+void sqrt_backward_vectors_rt(int nx, int nu, int N, const LqData& d, const RiccatiWork& w) {
+  const SqrtDims z(nx, nu);
+  Serial g;
+  std::memcpy(w.p + static_cast<std::size_t>(N) * nx, d.q_k(N), nx * sizeof(double));
+  for (int k = N - 1; k >= 0; --k) {
+    const double* Lp = w.F + (k + 1) * z.block + z.lp;
+    const double* F = w.F + k * z.block;
+    double* pk = w.p + static_cast<std::size_t>(k) * nx;
+    double* kt = w.kt + static_cast<std::size_t>(k) * nu;
+    lower_t_dynamic(nx, Lp, z.ld, d.c_k(k), w.t);
+    std::memcpy(w.pc, w.p + static_cast<std::size_t>(k + 1) * nx, nx * sizeof(double));
+    lower_n_dynamic(nx, Lp, z.ld, w.t, w.pc);
+    std::memcpy(pk, d.q_k(k), nx * sizeof(double));
+    gemv_t_dynamic(nx, nx, d.A_k(k), nx, w.pc, 1.0, pk);
+    std::memcpy(kt, d.r_k(k), nu * sizeof(double));
+    gemv_t_dynamic(nx, nu, d.B_k(k), nx, w.pc, 1.0, kt);
+    linalg::trsv<Uplo::Lower, Trans::No, kDynamic>(g, nu, F, z.ld, kt);
+    column_product<Trans::No>(nx, nu, -1.0, F + z.nu4, z.ld, kt, 1, 1.0, pk);
+  }
+}
+
+void sqrt_forward_rt(int nx, int nu, int N, const LqData& d, const RiccatiWork& w, LqSolution& s, bool costate) {
+  const SqrtDims z(nx, nu);
+  Serial g;
+  std::memcpy(s.x_k(0), d.x_init.data(), nx * sizeof(double));
+  for (int k = 0; k < N; ++k) {
+    const double* x = s.x_k(k);
+    double* u = s.u_k(k);
+    double* xn = s.x_k(k + 1);
+    const double* F = w.F + k * z.block;
+    std::memcpy(u, w.kt + static_cast<std::size_t>(k) * nu, nu * sizeof(double));
+    gemv_t_dynamic(nx, nu, F + z.nu4, z.ld, x, 1.0, u);
+    linalg::trsv<Uplo::Lower, Trans::Yes, kDynamic>(g, nu, F, z.ld, u);
+    for (int i = 0; i < nu; ++i) u[i] = -u[i];
+    std::memcpy(xn, d.c_k(k), nx * sizeof(double));
+    column_product<Trans::No>(nx, nx, 1.0, d.A_k(k), nx, x, 1, 1.0, xn);
+    column_product<Trans::No>(nx, nu, 1.0, d.B_k(k), nx, u, 1, 1.0, xn);
+  }
+  if (!costate) return;
+  for (int k = 0; k <= N; ++k) {
+    const double* Lp = w.F + k * z.block + z.lp;
+    double* lam = s.lambda_k(k);
+    lower_t_dynamic(nx, Lp, z.ld, s.x_k(k), w.t);
+    std::memcpy(lam, w.p + static_cast<std::size_t>(k) * nx, nx * sizeof(double));
+    lower_n_dynamic(nx, Lp, z.ld, w.t, lam);
+  }
+}
 #endif
 
 class RiccatiBackend final : public LqBackend {
@@ -576,6 +737,14 @@ class RiccatiBackend final : public LqBackend {
         sqrt_backward_ = &sqrt_backward<X, U>;
         sqrt_forward_ = &sqrt_forward<X, U>;
         sqrt_vectors_ = &sqrt_backward_vectors<X, U>;
+      } else if constexpr (X == kDynamic || U == kDynamic) {
+        if (sqrt_runtime(nx, nu)) {
+          const SqrtDims z(nx, nu);
+          sqrt_ld = z.ld, sqrt_nx4 = z.nx4, sqrt_q4 = z.padded ? sqrt_nx4 * sqrt_nx4 : 0;
+          sqrt_backward_ = &sqrt_backward_rt;
+          sqrt_forward_ = &sqrt_forward_rt;
+          sqrt_vectors_ = &sqrt_backward_vectors_rt;
+        }
       }
 #endif
     });

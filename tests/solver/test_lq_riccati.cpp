@@ -133,10 +133,14 @@ TEST(LqRiccati, RunTimeSizesMatchDenseKkt) {
 
 // The fixed sizes lq_riccati.cpp's kSqrt serves by the square-root recursion (state and control
 // padded to multiples of 4 inside it); SquareRootPathServesItsSizes checks that this copy matches.
+// At run-time sizes (nx off the list or nu > 8) lq_riccati.cpp's sqrt_runtime.
 bool square_root_served(int nx, int nu) {
   const bool fixed = (nx <= 16 || nx == 20 || nx == 24 || nx == 28 || nx == 32) && nu <= 8;
-  return KNOT_GEMM_TILE_SIMD && fixed &&
-         (nx >= 15 || (nx >= 11 && nu >= 3) || (nx >= 8 && nu == 4) || (nx >= 7 && nu >= 7));
+  if (!KNOT_GEMM_TILE_SIMD) return false;
+  if (!fixed)
+    return nu >= 12 || (nu >= 8 && (nx >= 16 || nx == 8 || nx == 12)) || ((nu == 4 || nu == 6) && nx >= 23) ||
+           nx >= 32;
+  return nx >= 15 || (nx >= 11 && nu >= 3) || (nx >= 8 && nu == 4) || (nx >= 7 && nu >= 7);
 }
 
 // Every size the square-root path serves up to nx = 16 (those with nx % 4 != 0 pad their state), and
@@ -184,8 +188,8 @@ TEST(LqRiccati, SquareRootPathServesItsSizes) {
   Rng rng(8);
   int served = 0;
   // From nx = 2: nx = 1 has no upper triangle to change.
-  for (const int nx : {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 20, 24, 28, 32})
-    for (const int nu : {1, 2, 3, 4, 5, 6, 7, 8, 9}) {
+  for (const int nx : {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 20, 21, 23, 24, 28, 32, 33})
+    for (const int nu : {1, 2, 3, 4, 5, 6, 7, 8, 9, 12}) {
       SCOPED_TRACE(testing::Message() << "nx " << nx << " nu " << nu);
       const int N = 3;
       const LqData d = random_lq(rng, nx, nu, N);
@@ -202,7 +206,7 @@ TEST(LqRiccati, SquareRootPathServesItsSizes) {
       EXPECT_EQ(matches, expected);
       served += expected;
     }
-  EXPECT_EQ(served, KNOT_GEMM_TILE_SIMD ? 11 + 24 + 16 + 32 : 0);
+  EXPECT_EQ(served, KNOT_GEMM_TILE_SIMD ? 11 + 24 + 16 + 32 + 47 : 0);  // 47 run-time sizes
 }
 
 // A non-convex stage still names its stage (the classical restart reports it), for semidefinite and

@@ -216,11 +216,15 @@ double time_per_call(int reps, const Fn& fn) {
 }
 
 // Which recursion Knot's Riccati backend runs at these sizes (mirrors solver/src/lq_riccati.cpp:
-// RiccatiNx, ControlSizes and kSqrt).
+// RiccatiNx, ControlSizes, kSqrt and sqrt_runtime).
 const char* knot_path(int nx, int nu) {
   const bool fixed_nx = (nx >= 1 && nx <= 16) || nx == 20 || nx == 24 || nx == 28 || nx == 32;
   const bool fixed = fixed_nx && nu >= 1 && nu <= 8;
-  if (!fixed) return "run-time classical";
+  if (!fixed) {
+    const bool sqrt = nu >= 12 || (nu >= 8 && (nx >= 16 || nx == 8 || nx == 12)) ||
+                      ((nu == 4 || nu == 6) && nx >= 23) || nx >= 32;
+    return sqrt ? "run-time square-root" : "run-time classical";
+  }
   const bool sqrt = nx >= 15 || (nx >= 11 && nu >= 3) || (nx >= 8 && nu == 4) || (nx >= 7 && nu >= 7);
   return sqrt ? "fixed square-root" : "fixed classical";
 }
@@ -319,12 +323,12 @@ int main(int argc, char** argv) {
       ok = false;
   }
   std::printf("\nunconstrained Riccati (agreement: largest difference in x, u, multipliers / largest entry)\n");
-  std::printf("  %-13s %-19s %8s %8s %8s %7s %7s %9s %9s\n", "(nx,nu,N)", "Knot path", "Knot", "H sqrt", "H clas",
+  std::printf("  %-13s %-20s %8s %8s %8s %7s %7s %9s %9s\n", "(nx,nu,N)", "Knot path", "Knot", "H sqrt", "H clas",
               "K/sqrt", "K/clas", "agr sqrt", "agr clas");
   for (const Row& r : rows) {
     char sz[32];
     std::snprintf(sz, sizeof sz, "(%d,%d,%d)", r.nx, r.nu, r.N);
-    std::printf("  %-13s %-19s %8.2f %8.2f %8.2f %7.2f %7.2f %9.1e %9.1e\n", sz, knot_path(r.nx, r.nu), r.ric_knot,
+    std::printf("  %-13s %-20s %8.2f %8.2f %8.2f %7.2f %7.2f %9.1e %9.1e\n", sz, knot_path(r.nx, r.nu), r.ric_knot,
                 r.ric_sqrt, r.ric_clas, r.ric_knot / r.ric_sqrt, r.ric_knot / r.ric_clas, r.agree_ric_sqrt,
                 r.agree_ric_clas);
   }
