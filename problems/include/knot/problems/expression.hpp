@@ -242,7 +242,9 @@ KNOT_HD S apply(const ExprInstr& in, const S& a, const S& b) {
 // s = sin(a), c = cos(a) in one call: GCC merges a sin and a cos of one value into a sincos only
 // when the code around them lets it (in the dual loop it stopped doing so, one call more). glibc's
 // sincos and CUDA's give the bits sin and cos give.
-KNOT_HD inline void sin_cos(double a, double& s, double& c) {
+// (A template, so that it is inline under nvcc too, where KNOT_HD does not say inline.)
+template <class T = double>
+KNOT_HD void sin_cos(T a, T& s, T& c) {
 #if defined(__CUDA_ARCH__)
   sincos(a, &s, &c);
 #elif defined(__GNUC__) || defined(__clang__)
