@@ -408,11 +408,12 @@ TEST(ExpressionModel, JacobianOverItsLanesIsTheFullSweeps) {
   {
     SCOPED_TRACE("13 lanes");
     ExpressionModelSpec spec;
-    for (int i = 0; i < 12; ++i) spec.symbols.states.push_back("x" + std::to_string(i));
+    const auto x = [](int i) { return std::string("x").append(std::to_string(i)); };
+    for (int i = 0; i < 12; ++i) spec.symbols.states.push_back(x(i));
     spec.symbols.controls = {"u"};
     for (int i = 0; i < 12; ++i)
-      spec.rhs.push_back({"sin(x" + std::to_string(i) + ") * x" + std::to_string((i + 5) % 12) + " + u * x0",
-                          "ode.x" + std::to_string(i), {}});
+      spec.rhs.push_back(
+          {std::string("sin(").append(x(i)).append(") * ").append(x((i + 5) % 12)).append(" + u * x0"), "ode", {}});
     const auto m = make_expression_model(spec);
     EXPECT_EQ(dynamic_cast<const ModelAdapter<ExpressionDynamics>&>(*m).model().tape.lanes, 13);
     check(*m, rng);
@@ -422,12 +423,13 @@ TEST(ExpressionModel, JacobianOverItsLanesIsTheFullSweeps) {
     ExpressionModelSpec spec;
     std::string sum = "u";
     for (int i = 0; i < 80; ++i) {
-      spec.symbols.states.push_back("x" + std::to_string(i));
+      spec.symbols.states.push_back(std::string("x").append(std::to_string(i)));
       sum.append(" + sin(x").append(std::to_string(i)).append(")");
     }
     spec.symbols.controls = {"u"};
     spec.rhs.push_back({sum, "ode.x0", {}});
-    for (int i = 1; i < 80; ++i) spec.rhs.push_back({i % 2 ? "u" : "x" + std::to_string(i - 1), "ode", {}});
+    for (int i = 1; i < 80; ++i)
+      spec.rhs.push_back({i % 2 ? std::string("u") : std::string("x").append(std::to_string(i - 1)), "ode", {}});
     const auto m = make_expression_model(spec);
     const ExprTape& t = dynamic_cast<const ModelAdapter<ExpressionDynamics>&>(*m).model().tape;
     EXPECT_EQ(t.loads, 0);

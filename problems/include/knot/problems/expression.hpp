@@ -15,6 +15,9 @@
 //   x[nx], u[nu]   the inputs (states and controls)
 //   out[n_outputs] out[i] = the value of output i
 //
+// evaluate_jacobian<W>() gives the outputs' Jacobian seeding only the inputs they read (the tape's
+// Jacobian structure, found at compile time): what dynamics_jacobian of an expression model runs.
+//
 // ExpressionDynamics is a template model (model_adapter.hpp) whose f is one tape output per state.
 #pragma once
 
