@@ -692,6 +692,38 @@ CompiledExpressions compile_expressions(const ExprSymbols& symbols, const std::v
         symbols.at, symbols.key_path,
         cat({"expressions that need at most ", std::to_string(kExprMaxRegisters), " intermediate values at once"}),
         "more (split the model into fewer, shorter expressions or share definitions)");
+
+  // The Jacobian's structure: the inputs each node depends on (w_j: x_j, then u_(j-nx) at nx + j),
+  // and an output that is an input itself.
+  const int nx = int(symbols.states.size()), n_in = nx + int(symbols.controls.size());
+  std::vector<std::vector<char>> deps(n, std::vector<char>(n_in, 0));
+  for (int i = 0; i < n; ++i) {
+    if (!live[i]) continue;
+    if (nodes[i].op == ExprOp::State) deps[i][nodes[i].n] = 1;
+    if (nodes[i].op == ExprOp::Control) deps[i][nx + nodes[i].n] = 1;
+    for (int operand : {nodes[i].a, nodes[i].b})
+      if (operand >= 0)
+        for (int j = 0; j < n_in; ++j) deps[i][j] = char(deps[i][j] | deps[operand][j]);
+  }
+  std::vector<char> used(n_in, 0);
+  for (int r : roots) {
+    const ExprOp op = nodes[r].op;
+    const int copy = op == ExprOp::State ? nodes[r].n : op == ExprOp::Control ? nx + nodes[r].n : -1;
+    out.output_input.push_back(copy);
+    if (copy < 0)
+      for (int j = 0; j < n_in; ++j) used[j] = char(used[j] | deps[r][j]);
+  }
+  out.input_lane.assign(n_in, -1);
+  for (int j = 0; j < n_in; ++j)
+    if (used[j]) {
+      out.input_lane[j] = int(out.lane_input.size());
+      out.lane_input.push_back(j);
+    }
+  for (int i = 0; i < int(roots.size()); ++i)
+    if (out.output_input[i] < 0)
+      for (int l = 0; l < int(out.lane_input.size()); ++l)
+        if (const int j = out.lane_input[l]; deps[roots[i]][j])
+          out.nonzero.insert(out.nonzero.end(), {i + j * int(roots.size()), int(out.outputs[i]), l});
   return out;
 }
 

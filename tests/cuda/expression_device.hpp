@@ -17,11 +17,13 @@ struct DeviceExprResult {
   std::vector<double> f;  // points x nx, the double evaluation
   std::vector<double> J;  // points x (nx x nw), column-major per point: the Dual<Tangent<5>> sweep
   std::vector<double> H;  // points x (nx x packed): each output's HyperDual<5> Hessian, hyperdual.hpp's packing
+  std::vector<double> JL;  // as J, by ExpressionDynamics::jacobian (the tape's lanes seeded alone)
 };
 
 // Copies `tape` (its instructions and output registers) into device memory, evaluates it at each of
 // the points w (nx + nu per point, back to back), one thread per point, in double, Dual and
-// HyperDual, seeded with the unit directions of w. Returns "" or the CUDA error that stopped it.
+// HyperDual, seeded with the unit directions of w, and by ExpressionDynamics::jacobian (its
+// Jacobian structure copied too). Returns "" or the CUDA error that stopped it.
 std::string evaluate_tape_on_device(const problems::ExprTape& tape, int nx, int nu, const std::vector<double>& w,
                                     DeviceExprResult& out);
 

@@ -100,6 +100,7 @@ TEST(GpuExpression, TapeInDeviceCodeAgreesWithTheCpu) {
     const DeviceExprResult cpu = evaluate_on_cpu(m, w);
     EXPECT_LE(worst(dev.f, cpu.f), 1e-13);
     EXPECT_LE(worst(dev.J, cpu.J), 1e-13);
+    EXPECT_LE(worst(dev.JL, cpu.J), 1e-13);  // the lanes' Jacobian, against the full sweeps
     EXPECT_LE(worst(dev.H, cpu.H), 1e-13);
     // The derivatives are not all zero (a kernel that wrote nothing would match a CPU that did
     // neither), and one entry off by 1e-12 is seen.

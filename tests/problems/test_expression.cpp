@@ -16,6 +16,7 @@
 #include "knot/problems/expression.hpp"
 #include "knot/problems/integrator.hpp"
 #include "knot/problems/loader.hpp"
+#include "knot/problems/model_adapter.hpp"
 #include "knot/problems/params.hpp"
 #include "knot/problems/registry.hpp"
 #include "test_models_local.hpp"
@@ -363,6 +364,88 @@ TEST(ExpressionLanguage, LoadsLeadTheTapeWhenTheirRegistersFit) {
   double got = test::kNaN;
   evaluate(wide.tape(), xs.data(), static_cast<const double*>(nullptr), &got);
   EXPECT_NEAR(got, want, 1e-12 * std::abs(want));
+}
+
+// dynamics_jacobian of an expression model seeds only the inputs its computed outputs read (the
+// tape's lanes, ExpressionDynamics::jacobian): against the adapter's full dual sweeps over every
+// input, entry for entry (a structural zero is an exact 0 there, where the sweeps may give -0),
+// with f the same bits. The five systems, a model of 13 lanes (two sweeps of 8) and one of 80
+// states whose loads stay in the tape. Negative control: a tape told of one lane fewer misses it.
+TEST(ExpressionModel, JacobianOverItsLanesIsTheFullSweeps) {
+  const auto check = [](const Model& model, Rng& rng) {
+    const auto* a = dynamic_cast<const ModelAdapter<ExpressionDynamics>*>(&model);
+    ASSERT_NE(a, nullptr);
+    const int n = model.nx(), k = model.nu();
+    auto data = model.make_data();
+    for (int trial = 0; trial < 5; ++trial) {
+      Vec x, u, lambda;
+      random_point(rng, n, k, x, u, lambda);
+      Vec f(n), fx = Vec::Constant(n * n, test::kNaN), fu = Vec::Constant(n * k, test::kNaN);
+      Vec g(n), gx(n * n), gu(n * k);
+      model.dynamics_jacobian(*data, x.data(), u.data(), f.data(), fx.data(), fu.data());
+      a->dual_jacobian(*data, x.data(), u.data(), g.data(), gx.data(), gu.data());
+      EXPECT_EQ(f, g);
+      for (int e = 0; e < n * n; ++e) EXPECT_EQ(fx(e), gx(e)) << "fx entry " << e;
+      for (int e = 0; e < n * k; ++e) EXPECT_EQ(fu(e), gu(e)) << "fu entry " << e;
+      // The seeded sweeps of the integrator's stages stay (one evaluation, no product afterwards).
+      const Mat S = rng.matrix(n, n + k);
+      Mat K(n, n + k);
+      EXPECT_TRUE(model.dynamics_chain(*data, x.data(), u.data(), S.data(), f.data(), K.data()));
+    }
+  };
+  Rng rng(41);
+  for (const Pair& pair : kPairs) {
+    SCOPED_TRACE(pair.file);
+    check(*load_expression(pair.file).model, rng);
+  }
+  // The cart-pole's structure: f reads theta, omega and F; its first two outputs copy v and omega.
+  const Problem cp = load_expression("cartpole_swingup");
+  const auto& cart = dynamic_cast<const ModelAdapter<ExpressionDynamics>&>(*cp.model).model();
+  ASSERT_EQ(cart.tape.lanes, 3);
+  EXPECT_EQ(std::vector<int>(cart.tape.lane_input, cart.tape.lane_input + 3), (std::vector<int>{1, 3, 4}));
+  EXPECT_EQ(std::vector<int>(cart.tape.output_input, cart.tape.output_input + 4), (std::vector<int>{2, 3, -1, -1}));
+  EXPECT_EQ(cart.tape.nonzeros, 6);
+  {
+    SCOPED_TRACE("13 lanes");
+    ExpressionModelSpec spec;
+    const auto x = [](int i) { return std::string("x").append(std::to_string(i)); };
+    for (int i = 0; i < 12; ++i) spec.symbols.states.push_back(x(i));
+    spec.symbols.controls = {"u"};
+    for (int i = 0; i < 12; ++i)
+      spec.rhs.push_back(
+          {std::string("sin(").append(x(i)).append(") * ").append(x((i + 5) % 12)).append(" + u * x0"), "ode", {}});
+    const auto m = make_expression_model(spec);
+    EXPECT_EQ(dynamic_cast<const ModelAdapter<ExpressionDynamics>&>(*m).model().tape.lanes, 13);
+    check(*m, rng);
+  }
+  {
+    SCOPED_TRACE("80 states, loads in place");
+    ExpressionModelSpec spec;
+    std::string sum = "u";
+    for (int i = 0; i < 80; ++i) {
+      spec.symbols.states.push_back(std::string("x").append(std::to_string(i)));
+      sum.append(" + sin(x").append(std::to_string(i)).append(")");
+    }
+    spec.symbols.controls = {"u"};
+    spec.rhs.push_back({sum, "ode.x0", {}});
+    for (int i = 1; i < 80; ++i)
+      spec.rhs.push_back({i % 2 ? std::string("u") : std::string("x").append(std::to_string(i - 1)), "ode", {}});
+    const auto m = make_expression_model(spec);
+    const ExprTape& t = dynamic_cast<const ModelAdapter<ExpressionDynamics>&>(*m).model().tape;
+    EXPECT_EQ(t.loads, 0);
+    EXPECT_EQ(t.lanes, 81);
+    check(*m, rng);
+  }
+  // Negative control: one lane fewer (the cart-pole's F) leaves df/dF at zero.
+  ExpressionDynamics short_lanes = cart;
+  short_lanes.tape.lanes = 2;
+  const double x[4] = {0.3, 2.9, -0.4, 1.1}, u[1] = {4.0};
+  double f[4], fx[16], fu[4], g[4], gx[16], gu[4];
+  short_lanes.jacobian(x, u, f, fx, fu);
+  cart.jacobian(x, u, g, gx, gu);
+  EXPECT_EQ(fu[2], 0.0);
+  EXPECT_NE(gu[2], 0.0);
+  EXPECT_EQ(fx[1 * 4 + 2], gx[1 * 4 + 2]);  // d/dtheta is still seeded
 }
 
 TEST(ExpressionLanguage, SharesSubexpressionsAndReusesRegisters) {

@@ -15,6 +15,9 @@
 //   x[nx], u[nu]   the inputs (states and controls)
 //   out[n_outputs] out[i] = the value of output i
 //
+// evaluate_jacobian<W>() gives the outputs' Jacobian seeding only the inputs they read (the tape's
+// Jacobian structure, found at compile time): what dynamics_jacobian of an expression model runs.
+//
 // ExpressionDynamics is a template model (model_adapter.hpp) whose f is one tape output per state.
 #pragma once
 
@@ -105,6 +108,19 @@ struct ExprTape {
   int n_outputs = 0;
   int registers = 0;  // <= kExprMaxRegisters
   int loads = 0;      // code[0, loads) are the input loads (State, Control), the rest none
+  // The structure of the Jacobian over the inputs w = (x, u) (w_j = x_j for j < nx, u_(j-nx) after),
+  // known at compile time: output_input[i] is j when output i is w_j itself (its row is e_j'), -1 when
+  // it is computed; the lanes are the inputs some computed output depends on, ascending
+  // (lane_input[l] = j, input_lane[j] = l or -1; nx + nu entries). Only the lanes need seeding.
+  const std::int32_t* output_input = nullptr;
+  const std::int32_t* lane_input = nullptr;
+  const std::int32_t* input_lane = nullptr;
+  int lanes = 0;
+  // The structurally nonzero entries of the computed outputs' rows, the ones a sweep writes (the rest
+  // are zero, or the ones of the copies): (entry i + j n_outputs of [d/dx | d/du], column-major, the
+  // register of output i, the lane of input j) triples.
+  const std::int32_t* nonzero = nullptr;  // 3 * nonzeros
+  int nonzeros = 0;
 };
 
 namespace expr_detail {
@@ -226,6 +242,22 @@ KNOT_HD S apply(const ExprInstr& in, const S& a, const S& b) {
 }
 
 
+// s = sin(a), c = cos(a) in one call: GCC merges a sin and a cos of one value into a sincos only
+// when the code around them lets it (in the dual loop it stopped doing so, one call more). glibc's
+// sincos and CUDA's give the bits sin and cos give.
+// (A template, so that it is inline under nvcc too, where KNOT_HD does not say inline.)
+template <class T = double>
+KNOT_HD void sin_cos(T a, T& s, T& c) {
+#if defined(__CUDA_ARCH__)
+  sincos(a, &s, &c);
+#elif defined(__GNUC__) || defined(__clang__)
+  __builtin_sincos(a, &s, &c);
+#else
+  s = std::sin(a);
+  c = std::cos(a);
+#endif
+}
+
 // --- second-order duals in place -----------------------------------------------------------------
 // A HyperDual<5> is 21 doubles: through the generic switch every instruction builds its result in a
 // temporary and copies it to the register, and the compiler leaves the triangular loops rolled in
@@ -328,20 +360,13 @@ KNOT_HD void hd_chain(HyperDual<N>& r, const HyperDual<N>& a, double f0, double 
   r.v = f0;
 }
 
-// One instruction on HyperDual registers, the input loads included (one dispatch for all the
-// common ops); false for the ops left to the generic switch.
+// One instruction on HyperDual registers; false for the ops left to the generic switch (the loads).
 template <int N>
-KNOT_HD bool hd_step(const ExprInstr& in, const HyperDual<N>* x, const HyperDual<N>* u, HyperDual<N>* reg) {
+KNOT_HD bool hd_step(const ExprInstr& in, HyperDual<N>* reg) {
   HyperDual<N>& r = reg[in.dst];
   const HyperDual<N>& a = reg[in.a];
   const HyperDual<N>& b = reg[in.b];
   switch (in.op) {
-    case ExprOp::State:
-      r = x[in.n];
-      return true;
-    case ExprOp::Control:
-      r = u[in.n];
-      return true;
     case ExprOp::Add:
       hd_add<N, false>(r, a, b);
       return true;
@@ -421,9 +446,8 @@ KNOT_HD bool hd_step(const ExprInstr& in, const HyperDual<N>* x, const HyperDual
     }
     case ExprOp::SinCos: {
       // a is neither destination; cos first, as the generic path writes it.
-      using std::cos;
-      using std::sin;
-      const double s = sin(a.v), c = cos(a.v);
+      double s, c;
+      sin_cos(a.v, s, c);
       hd_chain(reg[in.b], a, c, -s, -c);
       hd_chain(r, a, s, c, -s);
       return true;
@@ -526,10 +550,10 @@ KNOT_HD void dual_fused(Dual<double, Tangent<double, W>>& r, const Dual<double, 
   r.v = v;
 }
 
-// One instruction on Dual registers, as hd_step (input loads aside); false for the ops left to the
-// generic switch.
+// One instruction on Dual registers, as hd_step; false for the ops left to the generic switch (the
+// loads among them). Always inlined into run_tape's loop: a call per instruction costs more than the lanes.
 template <int W>
-KNOT_HD bool dual_step(const ExprInstr& in, Dual<double, Tangent<double, W>>* reg) {
+KNOT_DUAL_INLINE KNOT_HD bool dual_step(const ExprInstr& in, Dual<double, Tangent<double, W>>* reg) {
   using D = Dual<double, Tangent<double, W>>;
   using L = DualLanes<W>;
   constexpr int C = L::kCount;
@@ -610,10 +634,10 @@ KNOT_HD bool dual_step(const ExprInstr& in, Dual<double, Tangent<double, W>>* re
       break;
     }
     case ExprOp::SinCos: {
-      using std::cos;
-      using std::sin;
       const L ad(a.d.e);
-      const double sn = sin(av), cs = cos(av), ms = -sn;
+      double sn, cs;
+      sin_cos(av, sn, cs);
+      const double ms = -sn;
       L cd;
       KNOT_EXPR_UNROLL for (int j = 0; j < C; ++j) {
         cd.p[j] = ms * ad.p[j];
@@ -673,19 +697,30 @@ KNOT_HD bool dual_step(const ExprInstr& in, Dual<double, Tangent<double, W>>* re
 
 }  // namespace expr_detail
 
-// reg: tape.registers scratch values (kExprMaxRegisters always suffice).
+namespace expr_detail {
+
+// The loads of evaluate(): register = x[n] or u[n].
 template <class S>
-KNOT_HD void evaluate(const ExprTape& tape, const S* x, const S* u, S* reg, S* out) {
-  for (int i = 0; i < tape.loads; ++i) {
-    const ExprInstr& in = tape.code[i];
-    reg[in.dst] = (in.op == ExprOp::State ? x : u)[in.n];
-  }
-  for (int i = tape.loads; i < tape.size; ++i) {
-    const ExprInstr& in = tape.code[i];
-    if constexpr (expr_detail::kIsHyperDual<S>) {
-      if (expr_detail::hd_step(in, x, u, reg)) continue;
-    } else if constexpr (expr_detail::kDualWidth<S> > 0) {
-      if (expr_detail::dual_step(in, reg)) continue;
+struct CopyLoad {
+  const S* x;
+  const S* u;
+  KNOT_HD void operator()(const ExprInstr& in, S& r) const { r = (in.op == ExprOp::State ? x : u)[in.n]; }
+};
+
+// Runs the tape on reg, each input load through load(in, reg[in.dst]) (a plain functor: device code).
+// The tape's fields and the functor are copied into locals: the register stores might alias them,
+// and would otherwise make every instruction reload them.
+template <class S, class Load>
+KNOT_HD void run_tape(const ExprTape& tape, const Load load, S* reg) {
+  const ExprInstr* const code = tape.code;
+  const int loads = tape.loads, size = tape.size;
+  for (int i = 0; i < loads; ++i) load(code[i], reg[code[i].dst]);
+  for (int i = loads; i < size; ++i) {
+    const ExprInstr& in = code[i];
+    if constexpr (kIsHyperDual<S>) {
+      if (hd_step(in, reg)) continue;
+    } else if constexpr (kDualWidth<S> > 0) {
+      if (dual_step(in, reg)) continue;
     }
     // The arithmetic in this switch as well as in apply(): one dispatch for the common ops.
     S& r = reg[in.dst];
@@ -693,11 +728,9 @@ KNOT_HD void evaluate(const ExprTape& tape, const S* x, const S* u, S* reg, S* o
       case ExprOp::Const:
         r = S(in.k);
         break;
-      case ExprOp::State:
-        r = x[in.n];
-        break;
+      case ExprOp::State:  // loads left in place (dual_step and hd_step decline them)
       case ExprOp::Control:
-        r = u[in.n];
+        load(in, r);
         break;
       case ExprOp::Add:
         r = reg[in.a] + reg[in.b];
@@ -777,10 +810,18 @@ KNOT_HD void evaluate(const ExprTape& tape, const S* x, const S* u, S* reg, S* o
         break;
       }
       default:
-        r = expr_detail::apply<S>(in, reg[in.a], reg[in.b]);  // not a fused op: those are above
+        r = apply<S>(in, reg[in.a], reg[in.b]);  // not a fused op: those are above
         break;
     }
   }
+}
+
+}  // namespace expr_detail
+
+// reg: tape.registers scratch values (kExprMaxRegisters always suffice).
+template <class S>
+KNOT_HD void evaluate(const ExprTape& tape, const S* x, const S* u, S* reg, S* out) {
+  expr_detail::run_tape(tape, expr_detail::CopyLoad<S>{x, u}, reg);
   for (int i = 0; i < tape.n_outputs; ++i) out[i] = reg[tape.outputs[i]];
 }
 
@@ -789,6 +830,57 @@ template <class S>
 KNOT_HD void evaluate(const ExprTape& tape, const S* x, const S* u, S* out) {
   S reg[kExprMaxRegisters];
   evaluate(tape, x, u, reg, out);
+}
+
+namespace expr_detail {
+
+// The loads of evaluate_jacobian(): w_j's value, seeded with lane l - l0 when j is lane l of this sweep.
+template <int W>
+struct SeedLoad {
+  const double* x;
+  const double* u;
+  const std::int32_t* input_lane;
+  int nx, l0;
+  KNOT_HD void operator()(const ExprInstr& in, Dual<double, Tangent<double, W>>& r) const {
+    const bool state = in.op == ExprOp::State;
+    r = Dual<double, Tangent<double, W>>(state ? x[in.n] : u[in.n]);
+    const int k = input_lane[state ? in.n : nx + in.n] - l0;
+    if (k >= 0 && k < W) r.d.e[k] = 1.0;
+  }
+};
+
+}  // namespace expr_detail
+
+// f = the tape's outputs at (x, u) and their Jacobian [jx | ju] (n_outputs rows; jx n_outputs x nx,
+// ju n_outputs x nu, column-major), by forward-mode sweeps of W directions over the tape's lanes
+// alone (ExprTape): an output that copies an input gets its unit row without a sweep, and the columns
+// of inputs no computed output reads are zero without one. ceil(lanes / W) sweeps (one when there
+// are no lanes, for f). Each lane's column is bit for bit what a one-direction dual sweep gives; an
+// entry outside the structure is an exact zero (a full sweep gives 0 times the partial there, which
+// may be -0, or NaN where the partial is infinite). reg: tape.registers duals of scratch.
+template <int W>
+KNOT_HD void evaluate_jacobian(const ExprTape& tape, int nx, int nu, const double* x, const double* u,
+                               Dual<double, Tangent<double, W>>* reg, double* f, double* jx, double* ju) {
+  const int no = tape.n_outputs;
+  for (int e = 0; e < no * nx; ++e) jx[e] = 0.0;
+  for (int e = 0; e < no * nu; ++e) ju[e] = 0.0;
+  for (int i = 0; i < no; ++i)
+    if (const int j = tape.output_input[i]; j >= 0) (j < nx ? jx + j * no : ju + (j - nx) * no)[i] = 1.0;
+  for (int l0 = 0; l0 == 0 || l0 < tape.lanes; l0 += W) {
+    expr_detail::run_tape(tape, expr_detail::SeedLoad<W>{x, u, tape.input_lane, nx, l0}, reg);
+    for (int e = 0; e < tape.nonzeros; ++e) {
+      const std::int32_t* z = tape.nonzero + 3 * e;  // (entry, register, lane)
+      const int k = z[2] - l0;
+      if (k < 0 || k >= W) continue;
+      const double d = reg[z[1]].d.e[k];
+      if (z[0] < no * nx)
+        jx[z[0]] = d;
+      else
+        ju[z[0] - no * nx] = d;
+    }
+    if (l0 == 0)
+      for (int i = 0; i < no; ++i) f[i] = reg[tape.outputs[i]].v;
+  }
 }
 
 // --- compiling -------------------------------------------------------------------------------------
@@ -832,8 +924,11 @@ struct CompiledExpressions {
   std::vector<std::uint8_t> outputs;
   int registers = 0;
   int loads = 0;
+  std::vector<std::int32_t> output_input, lane_input, input_lane, nonzero;  // ExprTape's Jacobian structure
   ExprTape tape() const {
-    return {code.data(), int(code.size()), outputs.data(), int(outputs.size()), registers, loads};
+    return {code.data(),       int(code.size()),      outputs.data(),    int(outputs.size()),
+            registers,         loads,                 output_input.data(), lane_input.data(),
+            input_lane.data(), int(lane_input.size()), nonzero.data(),     int(nonzero.size() / 3)};
   }
 };
 
@@ -869,6 +964,10 @@ struct ExpressionDynamics {
   const ExpressionModelInfo* info = nullptr;  // host only
 
   static constexpr std::string_view kType = "expression";
+  static constexpr bool kChainBySweeps = true;  // model_adapter.hpp
+  using DualW2 = Dual<double, Tangent<double, 2>>;
+  using DualW4 = Dual<double, Tangent<double, 4>>;
+  using DualW8 = Dual<double, Tangent<double, 8>>;
   KNOT_HD int nx() const { return n_states; }
   KNOT_HD int nu() const { return n_controls; }
   KNOT_HD int nq() const { return n_positions; }
@@ -877,6 +976,22 @@ struct ExpressionDynamics {
   template <class S>
   KNOT_HD void dynamics(const S* x, const S* u, S* f) const {
     evaluate(tape, x, u, f);
+  }
+
+  // f and its Jacobian fx (nx x nx), fu (nx x nu), column-major, seeding the tape's lanes alone
+  // (evaluate_jacobian): the cart-pole's f reads 3 of its 5 inputs, and two of its outputs copy one.
+  // ModelAdapter calls it for dynamics_jacobian (and leaves the products with a seed to the integrator).
+  KNOT_HD void jacobian(const double* x, const double* u, double* f, double* fx, double* fu) const {
+    if (tape.lanes <= 2) {
+      DualW2 reg[kExprMaxRegisters];
+      evaluate_jacobian<2>(tape, n_states, n_controls, x, u, reg, f, fx, fu);
+    } else if (tape.lanes <= 4) {
+      DualW4 reg[kExprMaxRegisters];
+      evaluate_jacobian<4>(tape, n_states, n_controls, x, u, reg, f, fx, fu);
+    } else {
+      DualW8 reg[kExprMaxRegisters];
+      evaluate_jacobian<8>(tape, n_states, n_controls, x, u, reg, f, fx, fu);
+    }
   }
 
   std::vector<std::string> state_names() const { return info->state_names; }

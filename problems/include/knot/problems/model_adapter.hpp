@@ -61,6 +61,12 @@ concept AnalyticJacobian = requires(const M& m, const double* x, const double* u
   m.jacobian(x, u, f, fx, fu);
 };
 
+// A model with jacobian() that is itself a dual evaluation (an expression model's, over the inputs it
+// reads) still takes dynamics_chain's seeded sweeps, one evaluation where the product with its
+// Jacobian would cost more: it says so with `static constexpr bool kChainBySweeps = true`.
+template <class M>
+concept ChainBySweeps = requires { requires M::kChainBySweeps; };
+
 // A dual number carrying W directions.
 template <int W>
 using DualW = Dual<double, Tangent<double, W>>;
@@ -141,10 +147,11 @@ class ModelAdapter final : public Model {
 
   // K = fx S + [0 | fu] in one pass of dual sweeps seeded with S's columns (and the unit
   // directions of u) instead of the identity: the same number of model evaluations as
-  // dynamics_jacobian, and no product fx S afterwards. Models with an analytic Jacobian decline.
+  // dynamics_jacobian, and no product fx S afterwards. Models with an analytic Jacobian decline
+  // (unless ChainBySweeps).
   bool dynamics_chain(ModelData& data, const double* x, const double* u, const double* S, double* f,
                       double* K) const override {
-    if constexpr (AnalyticJacobian<M>) {
+    if constexpr (AnalyticJacobian<M> && !ChainBySweeps<M>) {
       return false;
     } else {
       Data& d = cast(data);
