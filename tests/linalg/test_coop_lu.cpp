@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <new>
@@ -175,9 +176,60 @@ void on_group(Groups kind, int t, double* work, Fn&& fn) {
   }
 }
 
-template <CoopLuResidency Res = CoopLuResidency{}, class Lu>
-Out run_lu(const Lu& lu, int n, int r, Entry entry, const std::vector<double>& S, const std::vector<double>& b,
-           Groups kind = Groups::kThreaded) {
+// The runner and the checks below are plain functions: they take the kernel as pointers to thin
+// templates (call_lu, run_dynamic, ...), so only the kernels are instantiated per solver type,
+// residency and group, and the scaffolding once (it dominated this file's compile time).
+template <class St>
+struct LuCalls {
+  template <class G>
+  using Fn = int (*)(const void* lu, Entry entry, G& g, double* A, St sa, int* P, St sp, const double* B, double* X,
+                     St sx, double* work);
+  const void* lu;
+  Fn<SerialGroup> serial;
+  Fn<ThreadedGroup> threaded;
+  Fn<WorkspaceBarrierGroup<double>> barrier;
+  int operator()(SerialGroup& g, Entry e, double* A, St sa, int* P, St sp, const double* B, double* X, St sx,
+                 double* w) const {
+    return serial(lu, e, g, A, sa, P, sp, B, X, sx, w);
+  }
+  int operator()(ThreadedGroup& g, Entry e, double* A, St sa, int* P, St sp, const double* B, double* X, St sx,
+                 double* w) const {
+    return threaded(lu, e, g, A, sa, P, sp, B, X, sx, w);
+  }
+  int operator()(WorkspaceBarrierGroup<double>& g, Entry e, double* A, St sa, int* P, St sp, const double* B,
+                 double* X, St sx, double* w) const {
+    return barrier(lu, e, g, A, sa, P, sp, B, X, sx, w);
+  }
+};
+
+// One entry of the solver Lu under residency Res on group G. The runner passes literal unit strides
+// (St = int), the batches their int64 ones.
+template <class Lu, CoopLuResidency Res, class G, class St>
+int call_lu(const void* p, Entry entry, G& g, double* A, St sa, int* P, St sp, const double* B, double* X, St sx,
+            double* work) {
+  const Lu& lu = *static_cast<const Lu*>(p);
+  switch (entry) {
+    case Entry::kSolve:
+      return lu.template solve<Res>(g, A, sa, P, sp, B, X, sx, work);
+    case Entry::kInplace:
+      return lu.template solve_inplace<Res>(g, A, sa, P, sp, X, sx, work);
+    case Entry::kFactorSubstitute: {
+      const int res = lu.template factorize<Res>(g, A, sa, P, sp, work);
+      lu.template substitute<Res>(g, A, sa, P, sp, B, X, sx, work);
+      return res;
+    }
+  }
+  return -1;
+}
+
+template <CoopLuResidency Res, class St, class Lu>
+LuCalls<St> calls_of(const Lu& lu) {
+  return {&lu, call_lu<Lu, Res, SerialGroup, St>, call_lu<Lu, Res, ThreadedGroup, St>,
+          call_lu<Lu, Res, WorkspaceBarrierGroup<double>, St>};
+}
+
+Out run_lu(const LuCalls<int>& lu, CoopLuResidency Res, int n, int r, Entry entry, const std::vector<double>& S,
+           const std::vector<double>& b, Groups kind) {
   const int t = coop_lu_threads_per_system(n, r);
   if (kind == Groups::kSerial && t != 1) kind = Groups::kThreaded;
   Out o;
@@ -202,20 +254,7 @@ Out run_lu(const Lu& lu, int n, int r, Entry entry, const std::vector<double>& S
     int* P = Res.pivots ? ps.data() : o.piv.data();
     const double* B = Res.rhs ? bs.data() : b.data();
     double* X = Res.rhs ? xs.data() : o.x.data();
-    int res = -1;
-    switch (entry) {
-      case Entry::kSolve:
-        res = lu.template solve<Res>(g, A, 1, P, 1, B, X, 1, work.data());
-        break;
-      case Entry::kInplace:
-        res = lu.template solve_inplace<Res>(g, A, 1, P, 1, X, 1, work.data());
-        break;
-      case Entry::kFactorSubstitute:
-        res = lu.template factorize<Res>(g, A, 1, P, 1, work.data());
-        lu.template substitute<Res>(g, A, 1, P, 1, B, X, 1, work.data());
-        break;
-    }
-    info[tx] = res;
+    info[tx] = lu(g, entry, A, 1, P, 1, B, X, 1, work.data());
     for (int K = 0; K < r && tx < t; ++K) {
       const int v = tx + K * t;
       if (v >= n) continue;
@@ -230,6 +269,16 @@ Out run_lu(const Lu& lu, int n, int r, Entry entry, const std::vector<double>& S
   return o;
 }
 
+template <CoopLuResidency Res = CoopLuResidency{}, class Lu>
+Out run_lu(const Lu& lu, int n, int r, Entry entry, const std::vector<double>& S, const std::vector<double>& b,
+           Groups kind = Groups::kThreaded) {
+  return run_lu(calls_of<Res, int>(lu), Res, n, r, entry, S, b, kind);
+}
+
+// A run of one solver configuration: run_dynamic<C, Res> or run_static<N, C>.
+using RunFn = Out (*)(int n, int r, Entry entry, const std::vector<double>& S, const std::vector<double>& b,
+                      Groups kind);
+
 template <CoopLuConfig C, CoopLuResidency Res = CoopLuResidency{}>
 Out run_dynamic(int n, int r, Entry entry, const std::vector<double>& S, const std::vector<double>& b,
                 Groups kind = Groups::kThreaded) {
@@ -237,10 +286,13 @@ Out run_dynamic(int n, int r, Entry entry, const std::vector<double>& S, const s
 }
 
 // Solution of A x = b through the serial dynamic solver.
+Out solve_serial(RunFn run, LuLayout layout, const Mat& A, const Vec& b) {
+  const int n = static_cast<int>(A.rows());
+  return run(n, std::max(n, 1), Entry::kSolve, stored(A, layout), to_vec(b), Groups::kSerial);
+}
 template <CoopLuConfig C>
 Out solve_serial(const Mat& A, const Vec& b) {
-  const int n = static_cast<int>(A.rows());
-  return run_dynamic<C>(n, std::max(n, 1), Entry::kSolve, stored(A, C.layout), to_vec(b), Groups::kSerial);
+  return solve_serial(run_dynamic<C>, C.layout, A, b);
 }
 
 Vec as_vec(const std::vector<double>& v) {
@@ -250,8 +302,7 @@ Vec as_vec(const std::vector<double>& v) {
 // ---------------------------------------------------------------------------------------------
 // Accuracy.
 
-template <CoopLuConfig C>
-void check_accuracy() {
+void check_accuracy(RunFn run, const CoopLuConfig& C) {
   Rng rng(1000 + static_cast<unsigned>(C.layout) * 10 + static_cast<unsigned>(C.interchange));
   for (int n = 1; n <= 40; ++n) {
     for (int kind = 0; kind < 3; ++kind) {
@@ -259,7 +310,7 @@ void check_accuracy() {
                     : kind == 1 ? graded_matrix(rng, n)
                                 : ill_conditioned_matrix(rng, n);
       const Vec b = rng.vector(n);
-      const Out o = solve_serial<C>(A, b);
+      const Out o = solve_serial(run, C.layout, A, b);
       ASSERT_EQ(o.info, 0) << "n=" << n << " kind=" << kind;
       const Vec x = as_vec(o.x);
       EXPECT_LE(backward_error(A, x, b), 1e-12) << "n=" << n << " kind=" << kind;
@@ -271,7 +322,7 @@ void check_accuracy() {
         // The pivots are LAPACK's: the oracle's elimination of S picks the same rows.
         const Oracle piv_ref = oracle(s_of(A, C.layout), Vec::Zero(n));
         for (int k = 0; k < n; ++k) {
-          if constexpr (C.interchange == LuInterchange::kLogical) {
+          if (C.interchange == LuInterchange::kLogical) {
             EXPECT_EQ(o.piv[piv_ref.perm[k]], k) << "n=" << n << " kind=" << kind << " k=" << k;
           } else {
             EXPECT_EQ(o.piv[k], piv_ref.perm[k]) << "n=" << n << " kind=" << kind << " k=" << k;
@@ -282,10 +333,10 @@ void check_accuracy() {
   }
 }
 
-TEST(CoopLu, BackwardErrorRowMajorLogical) { check_accuracy<kRowLogical>(); }
-TEST(CoopLu, BackwardErrorRowMajorPhysical) { check_accuracy<kRowPhysical>(); }
-TEST(CoopLu, BackwardErrorColMajorLogical) { check_accuracy<kColLogical>(); }
-TEST(CoopLu, BackwardErrorColMajorPhysical) { check_accuracy<kColPhysical>(); }
+TEST(CoopLu, BackwardErrorRowMajorLogical) { check_accuracy(run_dynamic<kRowLogical>, kRowLogical); }
+TEST(CoopLu, BackwardErrorRowMajorPhysical) { check_accuracy(run_dynamic<kRowPhysical>, kRowPhysical); }
+TEST(CoopLu, BackwardErrorColMajorLogical) { check_accuracy(run_dynamic<kColLogical>, kColLogical); }
+TEST(CoopLu, BackwardErrorColMajorPhysical) { check_accuracy(run_dynamic<kColPhysical>, kColPhysical); }
 
 TEST(CoopLu, NegativeControlPerturbedSolutionFails) {
   Rng rng(7);
@@ -322,20 +373,19 @@ TEST(CoopLu, FloatSolves) {
 // Bitwise invariance.
 
 // Every rows_per_thread from 1 to N + 2, on real threads, against the serial solve.
-template <CoopLuConfig C>
-void check_thread_sweep(const std::vector<int>& sizes, const std::vector<Entry>& entries) {
+void check_thread_sweep(RunFn run, LuLayout layout, const std::vector<int>& sizes, const std::vector<Entry>& entries) {
   Rng rng(2000);
   for (int n : sizes) {
     const Mat A = random_matrix(rng, n);
-    const std::vector<double> S = stored(A, C.layout), b = to_vec(rng.vector(n));
+    const std::vector<double> S = stored(A, layout), b = to_vec(rng.vector(n));
     for (Entry e : entries) {
-      const Out ref = run_dynamic<C>(n, n, e, S, b, Groups::kSerial);
+      const Out ref = run(n, n, e, S, b, Groups::kSerial);
       ASSERT_EQ(ref.info, 0);
       for (int r = 1; r <= n + 2; ++r) {
-        EXPECT_TRUE(same(run_dynamic<C>(n, r, e, S, b), ref)) << "n=" << n << " r=" << r << " entry=" << int(e);
+        EXPECT_TRUE(same(run(n, r, e, S, b, Groups::kThreaded), ref)) << "n=" << n << " r=" << r << " entry=" << int(e);
         // One thread per system: the serial loop nest above, the cooperative one in a wider group.
         if (r >= n) {
-          EXPECT_TRUE(same(run_dynamic<C>(n, r, e, S, b, Groups::kWide), ref)) << "n=" << n << " r=" << r;
+          EXPECT_TRUE(same(run(n, r, e, S, b, Groups::kWide), ref)) << "n=" << n << " r=" << r;
         }
       }
     }
@@ -343,35 +393,35 @@ void check_thread_sweep(const std::vector<int>& sizes, const std::vector<Entry>&
 }
 
 TEST(CoopLu, EveryRowsPerThreadIsBitwiseIdentical) {
-  check_thread_sweep<kRowLogical>({1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 17, 24, 31, 33, 40}, {Entry::kSolve});
+  check_thread_sweep(run_dynamic<kRowLogical>, kRowLogical.layout, {1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 17, 24, 31, 33, 40}, {Entry::kSolve});
 }
 
 TEST(CoopLu, EveryRowsPerThreadIsBitwiseIdenticalAllConfigsAndEntries) {
   const std::vector<int> sizes = {1, 2, 6, 11};
   const std::vector<Entry> all = {Entry::kSolve, Entry::kInplace, Entry::kFactorSubstitute};
-  check_thread_sweep<kRowLogical>(sizes, all);
-  check_thread_sweep<kRowPhysical>(sizes, all);
-  check_thread_sweep<kColLogical>(sizes, all);
-  check_thread_sweep<kColPhysical>(sizes, all);
+  check_thread_sweep(run_dynamic<kRowLogical>, kRowLogical.layout, sizes, all);
+  check_thread_sweep(run_dynamic<kRowPhysical>, kRowPhysical.layout, sizes, all);
+  check_thread_sweep(run_dynamic<kColLogical>, kColLogical.layout, sizes, all);
+  check_thread_sweep(run_dynamic<kColPhysical>, kColPhysical.layout, sizes, all);
 }
 
 TEST(CoopLu, FactorizeThenSubstituteEqualsSolve) {
   Rng rng(3000);
-  auto check = [&]<CoopLuConfig C>() {
+  auto check = [&](RunFn run, LuLayout layout) {
     for (int n : {1, 2, 5, 16, 23}) {
       const Mat A = random_matrix(rng, n);
-      const std::vector<double> S = stored(A, C.layout), b = to_vec(rng.vector(n));
+      const std::vector<double> S = stored(A, layout), b = to_vec(rng.vector(n));
       for (int r : {1, 3, n}) {
-        const Out solve = run_dynamic<C>(n, r, Entry::kSolve, S, b);
-        EXPECT_TRUE(same(run_dynamic<C>(n, r, Entry::kFactorSubstitute, S, b), solve)) << "n=" << n << " r=" << r;
-        EXPECT_TRUE(same(run_dynamic<C>(n, r, Entry::kInplace, S, b), solve)) << "n=" << n << " r=" << r;
+        const Out solve = run(n, r, Entry::kSolve, S, b, Groups::kThreaded);
+        EXPECT_TRUE(same(run(n, r, Entry::kFactorSubstitute, S, b, Groups::kThreaded), solve)) << "n=" << n << " r=" << r;
+        EXPECT_TRUE(same(run(n, r, Entry::kInplace, S, b, Groups::kThreaded), solve)) << "n=" << n << " r=" << r;
       }
     }
   };
-  check.operator()<kRowLogical>();
-  check.operator()<kRowPhysical>();
-  check.operator()<kColLogical>();
-  check.operator()<kColPhysical>();
+  check(run_dynamic<kRowLogical>, kRowLogical.layout);
+  check(run_dynamic<kRowPhysical>, kRowPhysical.layout);
+  check(run_dynamic<kColLogical>, kColLogical.layout);
+  check(run_dynamic<kColPhysical>, kColPhysical.layout);
 }
 
 // Logical and physical interchanges: same x, same rows of the factors at different places, and
@@ -448,28 +498,40 @@ TEST(CoopLu, TiesAndSpecialValuesAreBitwiseInvariant) {
 }
 
 // Static vs dynamic, over a compile-time sweep of rows_per_thread.
-template <int N, CoopLuConfig C, int... Rs>
-void check_static(std::integer_sequence<int, Rs...>) {
+constexpr CoopLuConfig with_rows(CoopLuConfig C, int R) {
+  return {.rows_per_thread = R,
+          .layout = C.layout,
+          .interchange = C.interchange,
+          .relative_pivot_threshold = C.relative_pivot_threshold,
+          .singular_floor = C.singular_floor};
+}
+
+template <int N, CoopLuConfig CR>
+Out run_static(int n, int r, Entry entry, const std::vector<double>& S, const std::vector<double>& b, Groups kind) {
+  using Lu = CoopLuStatic<double, N, CR>;
+  static_assert(Lu::threads_per_system == (N + CR.rows_per_thread - 1) / CR.rows_per_thread);
+  static_assert(Lu::workspace_size == coop_lu_workspace_size(N, CR.rows_per_thread));
+  return run_lu(Lu{}, n, r, entry, S, b, kind);
+}
+
+// statics: (R, run_static<N, C with rows_per_thread R>) for each R of the sweep.
+void check_static(int N, LuLayout layout, RunFn dynamic, const std::vector<std::pair<int, RunFn>>& statics) {
   Rng rng(5000 + N);
   const Mat A = random_matrix(rng, N);
-  const std::vector<double> S = stored(A, C.layout), b = to_vec(rng.vector(N));
-  auto one = [&]<int R>() {
-    constexpr CoopLuConfig CR{.rows_per_thread = R,
-                              .layout = C.layout,
-                              .interchange = C.interchange,
-                              .relative_pivot_threshold = C.relative_pivot_threshold,
-                              .singular_floor = C.singular_floor};
-    using Lu = CoopLuStatic<double, N, CR>;
-    static_assert(Lu::threads_per_system == (N + R - 1) / R);
-    static_assert(Lu::workspace_size == coop_lu_workspace_size(N, R));
+  const std::vector<double> S = stored(A, layout), b = to_vec(rng.vector(N));
+  for (const auto& [R, run_st] : statics) {
     for (Entry e : {Entry::kSolve, Entry::kFactorSubstitute}) {
-      const Out st = run_lu(Lu{}, N, R, e, S, b);
-      const Out dy = run_dynamic<C>(N, R, e, S, b);
+      const Out st = run_st(N, R, e, S, b, Groups::kThreaded);
+      const Out dy = dynamic(N, R, e, S, b, Groups::kThreaded);
       EXPECT_TRUE(same(st, dy)) << "N=" << N << " R=" << R;
-      EXPECT_TRUE(same(st, run_dynamic<C>(N, N, e, S, b, Groups::kSerial))) << "N=" << N << " R=" << R;
+      EXPECT_TRUE(same(st, dynamic(N, N, e, S, b, Groups::kSerial))) << "N=" << N << " R=" << R;
     }
-  };
-  (one.template operator()<Rs + 1>(), ...);
+  }
+}
+
+template <int N, CoopLuConfig C, int... Rs>
+void check_static(std::integer_sequence<int, Rs...>) {
+  check_static(N, C.layout, run_dynamic<C>, {{Rs + 1, run_static<N, with_rows(C, Rs + 1)>}...});
 }
 
 TEST(CoopLu, StaticEqualsDynamic) {
@@ -500,29 +562,37 @@ TEST(CoopLu, LayoutsSolveTheirOwnSystems) {
 }
 
 // Every residency of the matrix, the pivots and the right-hand side gives bitwise the same results.
-template <CoopLuConfig C>
-void check_residencies() {
+// runs[i]: run_dynamic<C, kResidencies[i]>.
+constexpr CoopLuResidency kResidencies[7] = {{true, false, false}, {false, true, false}, {false, false, true},
+                                             {true, true, false},  {true, false, true},  {false, true, true},
+                                             {true, true, true}};
+
+void check_residencies(LuLayout layout, RunFn global, const RunFn (&runs)[7]) {
   Rng rng(7000);
   for (int n : {1, 6, 13}) {
     const Mat A = random_matrix(rng, n);
-    const std::vector<double> S = stored(A, C.layout), b = to_vec(rng.vector(n));
+    const std::vector<double> S = stored(A, layout), b = to_vec(rng.vector(n));
     for (int r : {1, 4, n + 1}) {
       for (Entry e : {Entry::kSolve, Entry::kInplace, Entry::kFactorSubstitute}) {
-        const Out ref = run_dynamic<C>(n, r, e, S, b);
-        auto check = [&]<CoopLuResidency Res>() {
-          EXPECT_TRUE(same(run_dynamic<C, Res>(n, r, e, S, b), ref))
+        const Out ref = global(n, r, e, S, b, Groups::kThreaded);
+        for (int i = 0; i < 7; ++i) {
+          const CoopLuResidency Res = kResidencies[i];
+          EXPECT_TRUE(same(runs[i](n, r, e, S, b, Groups::kThreaded), ref))
               << "n=" << n << " r=" << r << " entry=" << int(e) << " residency=" << Res.matrix << Res.pivots << Res.rhs;
-        };
-        check.template operator()<CoopLuResidency{true, false, false}>();
-        check.template operator()<CoopLuResidency{false, true, false}>();
-        check.template operator()<CoopLuResidency{false, false, true}>();
-        check.template operator()<CoopLuResidency{true, true, false}>();
-        check.template operator()<CoopLuResidency{true, false, true}>();
-        check.template operator()<CoopLuResidency{false, true, true}>();
-        check.template operator()<CoopLuResidency{true, true, true}>();
+        }
       }
     }
   }
+}
+
+template <CoopLuConfig C, int... I>
+void check_residencies(std::integer_sequence<int, I...>) {
+  check_residencies(C.layout, run_dynamic<C>, {run_dynamic<C, kResidencies[I]>...});
+}
+
+template <CoopLuConfig C>
+void check_residencies() {
+  check_residencies<C>(std::make_integer_sequence<int, 7>{});
 }
 
 TEST(CoopLu, EveryResidencyIsBitwiseIdentical) {
@@ -595,9 +665,8 @@ struct BatchOut {
 
 // Solves every system of the batch (one group after another, one shared workspace poisoned with NaN
 // at the start), then unpacks the results per system.
-template <CoopLuConfig C>
-BatchOut run_batch(Batch layout, int n, int r, Entry entry, const std::vector<std::vector<double>>& S,
-                   const std::vector<std::vector<double>>& b) {
+BatchOut run_batch(const LuCalls<std::int64_t>& lu, Batch layout, int n, int r, Entry entry,
+                   const std::vector<std::vector<double>>& S, const std::vector<std::vector<double>>& b) {
   const int nb = static_cast<int>(S.size());
   const int t = coop_lu_threads_per_system(n, r);
   std::vector<double> A(batch_size(layout, n * n, nb), kNaN), B(batch_size(layout, n, nb), kNaN),
@@ -611,8 +680,7 @@ BatchOut run_batch(Batch layout, int n, int r, Entry entry, const std::vector<st
     if (entry == Entry::kInplace)
       for (int e = 0; e < n; ++e) X[ob + e * sb] = b[s][e];
   }
-  const CoopLuDynamic<double, C> lu(n, r);
-  std::vector<double> work = poisoned(lu.workspace_size());
+  std::vector<double> work = poisoned(coop_lu_workspace_size(n, r));
   BatchOut out;
   for (int s = 0; s < nb; ++s) {
     const auto [oa, sa] = batch_place(layout, s, n * n, nb);
@@ -623,20 +691,7 @@ BatchOut run_batch(Batch layout, int n, int r, Entry entry, const std::vector<st
       int* p = P.data() + ob;
       double* x = X.data() + ob;
       const double* bb = B.data() + ob;
-      int res = -1;
-      switch (entry) {
-        case Entry::kSolve:
-          res = lu.solve(g, a, sa, p, sb, bb, x, sb, work.data());
-          break;
-        case Entry::kInplace:
-          res = lu.solve_inplace(g, a, sa, p, sb, x, sb, work.data());
-          break;
-        case Entry::kFactorSubstitute:
-          res = lu.factorize(g, a, sa, p, sb, work.data());
-          lu.substitute(g, a, sa, p, sb, bb, x, sb, work.data());
-          break;
-      }
-      info[g.rank()] = res;
+      info[g.rank()] = lu(g, entry, a, sa, p, sb, bb, x, sb, work.data());
     };
     if (t == 1) {
       SerialGroup g;
@@ -659,6 +714,20 @@ BatchOut run_batch(Batch layout, int n, int r, Entry entry, const std::vector<st
   return out;
 }
 
+using BatchFn = BatchOut (*)(Batch layout, int n, int r, Entry entry, const std::vector<std::vector<double>>& S,
+                             const std::vector<std::vector<double>>& b);
+
+// The batches run on serial and threaded groups only.
+template <CoopLuConfig C>
+BatchOut run_batch(Batch layout, int n, int r, Entry entry, const std::vector<std::vector<double>>& S,
+                   const std::vector<std::vector<double>>& b) {
+  using Lu = CoopLuDynamic<double, C>;
+  const Lu lu(n, r);
+  const LuCalls<std::int64_t> calls{&lu, call_lu<Lu, CoopLuResidency{}, SerialGroup, std::int64_t>,
+                                    call_lu<Lu, CoopLuResidency{}, ThreadedGroup, std::int64_t>, nullptr};
+  return run_batch(calls, layout, n, r, entry, S, b);
+}
+
 TEST(CoopLu, AosSoaAndAosoaBatchesAreBitwiseIdentical) {
   Rng rng(9000);
   const int nb = 7;  // not a multiple of W: the last AoSoA block is partial
@@ -670,16 +739,16 @@ TEST(CoopLu, AosSoaAndAosoaBatchesAreBitwiseIdentical) {
     }
     for (int r : {2, n}) {
       for (Entry e : {Entry::kSolve, Entry::kInplace, Entry::kFactorSubstitute}) {
-        auto check = [&]<CoopLuConfig C>() {
+        auto check = [&](BatchFn batch, RunFn run) {
           for (Batch layout : {Batch::kAoS, Batch::kSoA, Batch::kAoSoA}) {
-            const BatchOut out = run_batch<C>(layout, n, r, e, S, b);
+            const BatchOut out = batch(layout, n, r, e, S, b);
             for (int s = 0; s < nb; ++s)
-              EXPECT_TRUE(same(out.systems[s], run_dynamic<C>(n, r, e, S[s], b[s])))
+              EXPECT_TRUE(same(out.systems[s], run(n, r, e, S[s], b[s], Groups::kThreaded)))
                   << "layout=" << int(layout) << " n=" << n << " r=" << r << " system " << s;
           }
         };
-        check.template operator()<kRowLogical>();
-        check.template operator()<kColPhysical>();
+        check(run_batch<kRowLogical>, run_dynamic<kRowLogical>);
+        check(run_batch<kColPhysical>, run_dynamic<kColPhysical>);
       }
     }
   }
@@ -834,10 +903,24 @@ struct CountingGroup {
   void sync() const { ++*count; }
 };
 
+// The barriers counted in factorize, substitute and solve_inplace (S2) of CoopLuDynamic<double, C>.
 template <CoopLuConfig C>
-void check_barrier_count(const std::vector<int>& sizes) {
-  constexpr bool phys = C.interchange == LuInterchange::kPhysical;
-  constexpr bool row = C.layout == LuLayout::kRowMajor;
+std::array<int, 3> count_barriers(int n, int members, double* S, double* S2, int* piv, double* x, double* work) {
+  const CoopLuDynamic<double, C> lu(n, std::max(n, 1));
+  std::array<int, 3> counts{};
+  CountingGroup g{&counts[0], members};
+  lu.factorize(g, S, 1, piv, 1, work);
+  g.count = &counts[1];
+  lu.substitute(g, S, 1, piv, 1, x, x, 1, work);
+  g.count = &counts[2];
+  lu.solve_inplace(g, S2, 1, piv, 1, x, 1, work);
+  return counts;
+}
+using CountFn = std::array<int, 3> (*)(int, int, double*, double*, int*, double*, double*);
+
+void check_barrier_count(const CoopLuConfig& C, CountFn count_of, const std::vector<int>& sizes) {
+  const bool phys = C.interchange == LuInterchange::kPhysical;
+  const bool row = C.layout == LuLayout::kRowMajor;
   Rng rng(14000);
   for (int n : sizes) {
     for (bool singular : {false, true}) {
@@ -846,18 +929,11 @@ void check_barrier_count(const std::vector<int>& sizes) {
         if (singular && n) A.setZero();
         std::vector<double> S = to_vec(A), S2 = S, x(n, 1.0), work(coop_lu_workspace_size(n, n) + 1);
         std::vector<int> piv(n);
-        const CoopLuDynamic<double, C> lu(n, std::max(n, 1));
-        int count = 0;
-        CountingGroup g{&count, members};
         const bool one = members == 1 || n == 0;
-        lu.factorize(g, S.data(), 1, piv.data(), 1, work.data());
-        EXPECT_EQ(count, one ? 1 : 2 * n + 1);
-        count = 0;
-        lu.substitute(g, S.data(), 1, piv.data(), 1, x.data(), x.data(), 1, work.data());
-        EXPECT_EQ(count, one ? 1 : 2 * n + 2 + (phys ? 1 : 0));
-        count = 0;
-        lu.solve_inplace(g, S2.data(), 1, piv.data(), 1, x.data(), 1, work.data());
-        EXPECT_EQ(count, one ? 1 : 3 * n + 2 + (phys && row ? 1 : 0));
+        const std::array<int, 3> count = count_of(n, members, S.data(), S2.data(), piv.data(), x.data(), work.data());
+        EXPECT_EQ(count[0], one ? 1 : 2 * n + 1);
+        EXPECT_EQ(count[1], one ? 1 : 2 * n + 2 + (phys ? 1 : 0));
+        EXPECT_EQ(count[2], one ? 1 : 3 * n + 2 + (phys && row ? 1 : 0));
       }
     }
   }
@@ -865,10 +941,10 @@ void check_barrier_count(const std::vector<int>& sizes) {
 
 TEST(CoopLu, FixedBarrierSequence) {
   const std::vector<int> sizes = {0, 1, 2, 7};
-  check_barrier_count<kRowLogical>(sizes);
-  check_barrier_count<kRowPhysical>(sizes);
-  check_barrier_count<kColLogical>(sizes);
-  check_barrier_count<kColPhysical>(sizes);
+  check_barrier_count(kRowLogical, count_barriers<kRowLogical>, sizes);
+  check_barrier_count(kRowPhysical, count_barriers<kRowPhysical>, sizes);
+  check_barrier_count(kColLogical, count_barriers<kColLogical>, sizes);
+  check_barrier_count(kColPhysical, count_barriers<kColPhysical>, sizes);
 }
 
 TEST(CoopLu, NeverAllocates) {

@@ -85,12 +85,23 @@ double error_ratio(const Case& c, const std::vector<double>& got) {
   return worst;
 }
 
+// The checks take the sizes and variant at run time and the kernel as a pointer to a thin template
+// (call_tile, call_dynamic): only the kernels are instantiated per size, the checks once.
+using TileFn = void (*)(double alpha, const double* A, int lda, const double* B, int ldb, double beta, double* C,
+                        int ldc);
+using DynamicFn = void (*)(int m, int n, int k, double alpha, const double* A, int lda, const double* B, int ldb,
+                           double beta, double* C, int ldc);
+
 template <Trans TB, TileShape S, int M, int N, int K>
-void check(Rng& rng) {
+void call_tile(double alpha, const double* A, int lda, const double* B, int ldb, double beta, double* C, int ldc) {
+  gemm_tile<TB, M, N, K, S>(alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void check(Rng& rng, Trans TB, TileShape S, int M, int N, int K, TileFn kernel) {
   for (const auto& ab : kAlphaBeta) {
     Case c = make_case(rng, M, N, K, TB, S, ab[0], ab[1]);
     std::vector<double> C = c.C0;
-    gemm_tile<TB, M, N, K, S>(c.alpha, c.A.data(), c.lda, c.B.data(), c.ldb, c.beta, C.data(), c.ldc);
+    kernel(c.alpha, c.A.data(), c.lda, c.B.data(), c.ldb, c.beta, C.data(), c.ldc);
     EXPECT_LT(error_ratio(c, C), 1.0) << "m=" << M << " n=" << N << " k=" << K << " tb=" << static_cast<int>(TB)
                                       << " shape=" << static_cast<int>(S) << " alpha=" << c.alpha
                                       << " beta=" << c.beta;
@@ -99,7 +110,7 @@ void check(Rng& rng) {
 
 template <Trans TB, TileShape S, int... Ns>
 void check_square(Rng& rng, std::integer_sequence<int, Ns...>) {
-  (check<TB, S, Ns + 1, Ns + 1, Ns + 1>(rng), ...);
+  (check(rng, TB, S, Ns + 1, Ns + 1, Ns + 1, call_tile<TB, S, Ns + 1, Ns + 1, Ns + 1>), ...);
 }
 
 template <Trans TB, TileShape S>
@@ -125,17 +136,17 @@ TEST(GemmTile, LowerBSquare1To40) {
 
 TEST(GemmTile, Rectangular) {
   Rng rng(7);
-  check<Trans::No, TileShape::Full, 36, 28, 28>(rng);
-  check<Trans::No, TileShape::LowerB, 36, 28, 28>(rng);
-  check<Trans::No, TileShape::LowerB, 35, 28, 28>(rng);
-  check<Trans::Yes, TileShape::LowerB, 9, 5, 13>(rng);
-  check<Trans::No, TileShape::Full, 7, 5, 3>(rng);
-  check<Trans::Yes, TileShape::Full, 3, 7, 9>(rng);
-  check<Trans::No, TileShape::Full, 40, 1, 13>(rng);
-  check<Trans::Yes, TileShape::Full, 1, 40, 2>(rng);
-  check<Trans::No, TileShape::Full, 28, 7, 28>(rng);
-  check<Trans::Yes, TileShape::Full, 17, 9, 1>(rng);
-  check<Trans::No, TileShape::Full, 12, 4, 0>(rng);  // k = 0: C = beta C
+  check(rng, Trans::No, TileShape::Full, 36, 28, 28, call_tile<Trans::No, TileShape::Full, 36, 28, 28>);
+  check(rng, Trans::No, TileShape::LowerB, 36, 28, 28, call_tile<Trans::No, TileShape::LowerB, 36, 28, 28>);
+  check(rng, Trans::No, TileShape::LowerB, 35, 28, 28, call_tile<Trans::No, TileShape::LowerB, 35, 28, 28>);
+  check(rng, Trans::Yes, TileShape::LowerB, 9, 5, 13, call_tile<Trans::Yes, TileShape::LowerB, 9, 5, 13>);
+  check(rng, Trans::No, TileShape::Full, 7, 5, 3, call_tile<Trans::No, TileShape::Full, 7, 5, 3>);
+  check(rng, Trans::Yes, TileShape::Full, 3, 7, 9, call_tile<Trans::Yes, TileShape::Full, 3, 7, 9>);
+  check(rng, Trans::No, TileShape::Full, 40, 1, 13, call_tile<Trans::No, TileShape::Full, 40, 1, 13>);
+  check(rng, Trans::Yes, TileShape::Full, 1, 40, 2, call_tile<Trans::Yes, TileShape::Full, 1, 40, 2>);
+  check(rng, Trans::No, TileShape::Full, 28, 7, 28, call_tile<Trans::No, TileShape::Full, 28, 7, 28>);
+  check(rng, Trans::Yes, TileShape::Full, 17, 9, 1, call_tile<Trans::Yes, TileShape::Full, 17, 9, 1>);
+  check(rng, Trans::No, TileShape::Full, 12, 4, 0, call_tile<Trans::No, TileShape::Full, 12, 4, 0>);  // k = 0: C = beta C
 }
 
 // The check rejects a product off by far less than the operands' size, an untouched entry and an
@@ -185,25 +196,35 @@ struct Guarded {
 
 // Largest error ratio of gemm_tile_dynamic (Loop: of the plain loop that stands in for it without
 // vector extensions) over the three alpha/beta pairs; NaN if a guard of C was written.
-template <Trans TB, TileShape S, bool Loop = false>
-double dynamic_error(Rng& rng, int m, int n, int k) {
+template <Trans TB, TileShape S, bool Loop>
+void call_dynamic(int m, int n, int k, double alpha, const double* A, int lda, const double* B, int ldb, double beta,
+                  double* C, int ldc) {
+  if constexpr (Loop) {
+    detail::gemm_tile_loop<TB, S>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+  } else {
+    gemm_tile_dynamic<TB, S>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+  }
+}
+
+double dynamic_error(Rng& rng, Trans TB, TileShape S, DynamicFn kernel, int m, int n, int k) {
   double worst = 0.0;
   for (const auto& ab : kAlphaBeta) {
     const Case c = make_case(rng, m, n, k, TB, S, ab[0], ab[1]);
     Guarded g(c);
     const double *A = g.A.data() + kGuard, *B = g.B.data() + kGuard;
     double* C = g.C.data() + kGuard;
-    if constexpr (Loop) {
-      detail::gemm_tile_loop<TB, S>(m, n, k, c.alpha, A, c.lda, B, c.ldb, c.beta, C, c.ldc);
-    } else {
-      gemm_tile_dynamic<TB, S>(m, n, k, c.alpha, A, c.lda, B, c.ldb, c.beta, C, c.ldc);
-    }
+    kernel(m, n, k, c.alpha, A, c.lda, B, c.ldb, c.beta, C, c.ldc);
     if (!g.guards_intact()) return kNaN;
     const double e = error_ratio(c, g.c_inside());
     if (!(e < 1.0)) return e;
     worst = std::max(worst, e);
   }
   return worst;
+}
+
+template <Trans TB, TileShape S, bool Loop = false>
+double dynamic_error(Rng& rng, int m, int n, int k) {
+  return dynamic_error(rng, TB, S, call_dynamic<TB, S, Loop>, m, n, k);
 }
 
 const int kSmall[] = {1, 3, 4, 5, 9};

@@ -277,28 +277,71 @@ TEST(Ldlt, GroupSizeSweepIsBitwiseIdentical) {
   }
 }
 
+namespace {
+
+// The fixed-size kernels ldlt_factor<N>, ldlt_solve<N> on the serial and threaded groups, as
+// pointers to thin templates: only they are instantiated per size, the check once.
+template <class G>
+using FactorFn = LdltStats (*)(G& g, int n, double* A, int lda, int* piv, double* scratch);
+template <class G>
+using SolveFn = void (*)(G& g, int n, int nrhs, const double* A, int lda, const int* piv, double* B, int ldb);
+
+template <int N, class G>
+LdltStats factor_n(G& g, int n, double* A, int lda, int* piv, double* scratch) {
+  return ldlt_factor<N>(g, n, A, lda, piv, scratch);
+}
+template <int N, class G>
+void solve_n(G& g, int n, int nrhs, const double* A, int lda, const int* piv, double* B, int ldb) {
+  ldlt_solve<N>(g, n, nrhs, A, lda, piv, B, ldb);
+}
+
+struct FixedLdlt {
+  FactorFn<SerialGroup> factor_serial;
+  FactorFn<ThreadedGroup> factor_threaded;
+  SolveFn<SerialGroup> solve_serial;
+  SolveFn<ThreadedGroup> solve_threaded;
+  LdltStats factor(SerialGroup& g, int n, double* A, int lda, int* piv, double* s) const {
+    return factor_serial(g, n, A, lda, piv, s);
+  }
+  LdltStats factor(ThreadedGroup& g, int n, double* A, int lda, int* piv, double* s) const {
+    return factor_threaded(g, n, A, lda, piv, s);
+  }
+  void solve(SerialGroup& g, int n, int nrhs, const double* A, int lda, const int* piv, double* B, int ldb) const {
+    solve_serial(g, n, nrhs, A, lda, piv, B, ldb);
+  }
+  void solve(ThreadedGroup& g, int n, int nrhs, const double* A, int lda, const int* piv, double* B, int ldb) const {
+    solve_threaded(g, n, nrhs, A, lda, piv, B, ldb);
+  }
+};
+
+template <int N>
+FixedLdlt fixed_ldlt() {
+  return {factor_n<N, SerialGroup>, factor_n<N, ThreadedGroup>, solve_n<N, SerialGroup>, solve_n<N, ThreadedGroup>};
+}
+
+}  // namespace
+
 TEST(Ldlt, CompileTimeSizeMatchesRuntimeBitwise) {
   Rng rng(504);
-  auto check = [&](auto n_const) {
-    constexpr int N = decltype(n_const)::value;
+  auto check = [&](int N, const FixedLdlt& k) {
     const Mat a = random_symmetric(rng, N);
     const auto dyn = factor_dense(0, a, N);
     for (int t : {0, 3}) {
       const auto fixed = run_factor(t, store_lower(a, N), N, ldlt_scratch_size(N),
-                                    [&](auto& g, double* p, int* piv, double* s) { return ldlt_factor<N>(g, N, p, N, piv, s); });
+                                    [&](auto& g, double* p, int* piv, double* s) { return k.factor(g, N, p, N, piv, s); });
       EXPECT_TRUE(bitwise_equal(fixed.a, dyn.a)) << "N=" << N << " t=" << t;
       EXPECT_EQ(fixed.piv, dyn.piv);
       const Vec b = rng.vector(N);
-      const auto x1 = run_solve(t, to_vec(b), [&](auto& g, double* p) { ldlt_solve<N>(g, N, 1, fixed.a.data(), N, fixed.piv.data(), p, N); });
+      const auto x1 = run_solve(t, to_vec(b), [&](auto& g, double* p) { k.solve(g, N, 1, fixed.a.data(), N, fixed.piv.data(), p, N); });
       EXPECT_TRUE(bitwise_equal(x1, to_vec(solve_dense(0, dyn, N, N, b))));
     }
   };
-  check(std::integral_constant<int, 1>{});
-  check(std::integral_constant<int, 4>{});
-  check(std::integral_constant<int, 8>{});
-  check(std::integral_constant<int, 14>{});
-  check(std::integral_constant<int, 16>{});
-  check(std::integral_constant<int, 32>{});
+  check(1, fixed_ldlt<1>());
+  check(4, fixed_ldlt<4>());
+  check(8, fixed_ldlt<8>());
+  check(14, fixed_ldlt<14>());
+  check(16, fixed_ldlt<16>());
+  check(32, fixed_ldlt<32>());
 }
 
 TEST(Ldlt, UpperTriangleAndPadsAreNeverTouched) {

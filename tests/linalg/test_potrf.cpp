@@ -52,15 +52,29 @@ Result run_potrf(int t, std::vector<double> a, Fn fn) {
 
 double residual(const Mat& l, const Mat& a) { return (l * l.transpose() - a).cwiseAbs().maxCoeff() / a.cwiseAbs().maxCoeff(); }
 
-template <int N>
-void check_fixed_size(Rng& rng) {
+// The check takes N at run time and potrf<N> as pointers to a thin template: only the kernel is
+// instantiated per size and group, the check once.
+template <class G>
+using PotrfFn = int (*)(G& g, int n, double* A, int lda, int* info);
+struct FixedPotrf {
+  PotrfFn<SerialGroup> serial;
+  PotrfFn<ThreadedGroup> threaded;
+  int operator()(SerialGroup& g, int n, double* A, int lda, int* info) const { return serial(g, n, A, lda, info); }
+  int operator()(ThreadedGroup& g, int n, double* A, int lda, int* info) const { return threaded(g, n, A, lda, info); }
+};
+template <int N, class G>
+int potrf_n(G& g, int n, double* A, int lda, int* info) {
+  return potrf<N>(g, n, A, lda, info);
+}
+
+void check_fixed_size(Rng& rng, int N, const FixedPotrf& fixed_potrf) {
   const Mat a = rng.spd(N, 1.0);
   const int ld = N + 1;
   const auto A = store_lower(a, ld);
   const auto dyn = run_potrf(0, A, [&](auto& g, double* p, int* info) { return potrf(g, N, p, ld, info); });
   EXPECT_TRUE(all_equal(dyn.ret, 0));
   for (int t : {0, 1, 3}) {
-    const auto fixed = run_potrf(t, A, [&](auto& g, double* p, int* info) { return potrf<N>(g, N, p, ld, info); });
+    const auto fixed = run_potrf(t, A, [&](auto& g, double* p, int* info) { return fixed_potrf(g, N, p, ld, info); });
     EXPECT_TRUE(bitwise_equal(fixed.a, dyn.a)) << "N=" << N << " t=" << t;
     EXPECT_TRUE(all_equal(fixed.ret, 0));
     EXPECT_EQ(fixed.info, 0);
@@ -69,10 +83,15 @@ void check_fixed_size(Rng& rng) {
   const int k = (N + 1) / 2;
   const auto B = store_lower(planted(rng, N, k, -0.25), ld);
   const auto dyn_bad = run_potrf(2, B, [&](auto& g, double* p, int* info) { return potrf(g, N, p, ld, info); });
-  const auto fixed_bad = run_potrf(0, B, [&](auto& g, double* p, int* info) { return potrf<N>(g, N, p, ld, info); });
+  const auto fixed_bad = run_potrf(0, B, [&](auto& g, double* p, int* info) { return fixed_potrf(g, N, p, ld, info); });
   EXPECT_TRUE(all_equal(dyn_bad.ret, k));
   EXPECT_TRUE(all_equal(fixed_bad.ret, k));
   EXPECT_TRUE(bitwise_equal(fixed_bad.a, dyn_bad.a)) << "N=" << N;
+}
+
+template <int N>
+void check_fixed_size(Rng& rng) {
+  check_fixed_size(rng, N, {potrf_n<N, SerialGroup>, potrf_n<N, ThreadedGroup>});
 }
 
 }  // namespace

@@ -17,8 +17,7 @@ constexpr double kPad = -7.25;
 
 // A well-conditioned triangular matrix (a Cholesky factor of B B' + n I) in the UL triangle, the
 // other strict triangle NaN (a read of it poisons the solution). Returns the dense twin in `t`.
-template <Uplo UL>
-std::vector<double> triangular(Rng& rng, int n, int ld, Mat& t) {
+std::vector<double> triangular(Rng& rng, Uplo UL, int n, int ld, Mat& t) {
   const Mat l = Mat(rng.spd(n, n).llt().matrixL());
   t = UL == Uplo::Lower ? l : Mat(l.transpose());
   std::vector<double> v(static_cast<std::size_t>(ld) * n, kNaN);
@@ -33,21 +32,51 @@ struct Shape {
 };
 const Shape kShapes[] = {{1, 1}, {5, 5}, {14, 14}, {5, 3}, {3, 7}, {14, 1}, {1, 14}, {17, 4}, {4, 33}};
 
-template <Side S, Uplo UL, Trans TA>
-void check_against_eigen(unsigned seed) {
+// The checks take the variant and sizes at run time and the kernels as pointers to thin templates:
+// only the kernels are instantiated per variant, size and group, the checks once.
+template <template <class> class F>
+struct OnGroups {
+  F<SerialGroup> serial;
+  F<ThreadedGroup> threaded;
+  template <class... A>
+  void operator()(SerialGroup& g, A... a) const { serial(g, a...); }
+  template <class... A>
+  void operator()(ThreadedGroup& g, A... a) const { threaded(g, a...); }
+};
+template <class G>
+using TrsmFn = void (*)(G& g, int m, int n, double alpha, const double* A, int lda, double* B, int ldb);
+template <class G>
+using TrsvFn = void (*)(G& g, int n, const double* A, int lda, double* x);
+using Trsm = OnGroups<TrsmFn>;
+using Trsv = OnGroups<TrsvFn>;
+
+template <Side S, Uplo UL, Trans TA, int M, int N, class G>
+void trsm_k(G& g, int m, int n, double alpha, const double* A, int lda, double* B, int ldb) {
+  trsm<S, UL, TA, M, N>(g, m, n, alpha, A, lda, B, ldb);
+}
+template <Uplo UL, Trans TA, class G>
+void trsv_k(G& g, int n, const double* A, int lda, double* x) {
+  trsv<UL, TA>(g, n, A, lda, x);
+}
+template <Side S, Uplo UL, Trans TA, int M = kDynamic, int N = kDynamic>
+Trsm trsm_of() {
+  return {trsm_k<S, UL, TA, M, N, SerialGroup>, trsm_k<S, UL, TA, M, N, ThreadedGroup>};
+}
+
+void check_against_eigen(unsigned seed, Side S, Uplo UL, Trans TA, const Trsm& solve, const Trsv& solve_v) {
   Rng rng(seed);
   for (const auto& s : kShapes)
     for (double alpha : {1.0, -0.5}) {
       const int na = S == Side::Left ? s.m : s.n;
       const int lda = na + 2, ldb = s.m + 1;
       Mat t;
-      const auto A = triangular<UL>(rng, na, lda, t);
+      const auto A = triangular(rng, UL, na, lda, t);
       const Mat opa = TA == Trans::No ? t : Mat(t.transpose());
       const Mat b = rng.matrix(s.m, s.n);
       const auto B = store(b, ldb, kPad);
       const Mat want = S == Side::Left ? Mat(opa.lu().solve(alpha * b))
                                        : Mat(opa.transpose().lu().solve(alpha * b.transpose()).transpose());
-      auto call = [&](auto& g, double* x) { trsm<S, UL, TA>(g, s.m, s.n, alpha, A.data(), lda, x, ldb); };
+      auto call = [&](auto& g, double* x) { solve(g, s.m, s.n, alpha, A.data(), lda, x, ldb); };
       const auto ref = run(1, B, call);
       const std::string where = "m=" + std::to_string(s.m) + " n=" + std::to_string(s.n) + " alpha=" + std::to_string(alpha);
       const Mat x = load(ref, s.m, s.n, ldb);
@@ -67,7 +96,7 @@ void check_against_eigen(unsigned seed) {
         for (int j = 0; j < s.n; ++j) {
           std::vector<double> col(B.begin() + j * ldb, B.begin() + j * ldb + s.m);
           for (int gs : {0, 3}) {
-            const auto xj = run(gs, col, [&](auto& g, double* v) { trsv<UL, TA>(g, s.m, A.data(), lda, v); });
+            const auto xj = run(gs, col, [&](auto& g, double* v) { solve_v(g, s.m, A.data(), lda, v); });
             EXPECT_TRUE(bitwise_equal(xj, std::vector<double>(ref.begin() + j * ldb, ref.begin() + j * ldb + s.m)))
                 << where << " column " << j;
           }
@@ -75,22 +104,33 @@ void check_against_eigen(unsigned seed) {
     }
 }
 
-template <Side S, Uplo UL, Trans TA, int M, int N>
-void check_fixed_size(unsigned seed) {
+template <Side S, Uplo UL, Trans TA>
+void check_against_eigen(unsigned seed) {
+  check_against_eigen(seed, S, UL, TA, trsm_of<S, UL, TA>(),
+                      {trsv_k<UL, TA, SerialGroup>, trsv_k<UL, TA, ThreadedGroup>});
+}
+
+// dynamic: trsm<S, UL, TA>; fixed: trsm<S, UL, TA, M, N>.
+void check_fixed_size(unsigned seed, Side S, Uplo UL, int M, int N, const Trsm& dynamic, const Trsm& fixed_size) {
   Rng rng(seed);
-  constexpr int na = S == Side::Left ? M : N;
+  const int na = S == Side::Left ? M : N;
   const int lda = na + 1, ldb = M + 2;
   Mat t;
-  const auto A = triangular<UL>(rng, na, lda, t);
+  const auto A = triangular(rng, UL, na, lda, t);
   const auto B = store(rng.matrix(M, N), ldb, kPad);
   for (double alpha : {1.0, 0.75}) {
-    const auto dyn = run(0, B, [&](auto& g, double* x) { trsm<S, UL, TA>(g, M, N, alpha, A.data(), lda, x, ldb); });
+    const auto dyn = run(0, B, [&](auto& g, double* x) { dynamic(g, M, N, alpha, A.data(), lda, x, ldb); });
     for (int gs : {0, 1, 3}) {
       const auto fixed =
-          run(gs, B, [&](auto& g, double* x) { trsm<S, UL, TA, M, N>(g, M, N, alpha, A.data(), lda, x, ldb); });
+          run(gs, B, [&](auto& g, double* x) { fixed_size(g, M, N, alpha, A.data(), lda, x, ldb); });
       EXPECT_TRUE(bitwise_equal(fixed, dyn)) << "M=" << M << " N=" << N << " t=" << gs;
     }
   }
+}
+
+template <Side S, Uplo UL, Trans TA, int M, int N>
+void check_fixed_size(unsigned seed) {
+  check_fixed_size(seed, S, UL, M, N, trsm_of<S, UL, TA>(), trsm_of<S, UL, TA, M, N>());
 }
 
 template <Side S, Uplo UL, Trans TA>
@@ -157,7 +197,7 @@ TEST(Trsm, NegativeControlWrongSideOrTriangleIsCaught) {
   Rng rng(550);
   const int n = 6;
   Mat t;
-  const auto A = triangular<Uplo::Lower>(rng, n, n, t);
+  const auto A = triangular(rng, Uplo::Lower, n, n, t);
   const Mat b = rng.matrix(n, n);
   const auto x = run(1, to_vec(b), [&](auto& g, double* p) { trsm<Side::Left, Uplo::Lower, Trans::No>(g, n, n, 1.0, A.data(), n, p, n); });
   const Mat right = t.lu().solve(b);

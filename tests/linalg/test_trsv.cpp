@@ -13,8 +13,7 @@ namespace {
 constexpr double kEps = std::numeric_limits<double>::epsilon();
 
 // A well-conditioned triangular matrix in the UL triangle (leading dimension ld), the rest NaN.
-template <Uplo UL>
-std::vector<double> triangular(Rng& rng, int n, int ld, Mat& t) {
+std::vector<double> triangular(Rng& rng, Uplo UL, int n, int ld, Mat& t) {
   const Mat l = Mat(rng.spd(n, n).llt().matrixL());
   t = UL == Uplo::Lower ? l : Mat(l.transpose());
   std::vector<double> v(static_cast<std::size_t>(ld) * n, kNaN);
@@ -24,17 +23,36 @@ std::vector<double> triangular(Rng& rng, int n, int ld, Mat& t) {
   return v;
 }
 
-template <Uplo UL, Trans TA>
-void check_against_eigen(unsigned seed) {
+// The checks take the variant and size at run time and the kernel as a pointer to a thin template:
+// only the kernels are instantiated per variant, size and group, the checks once.
+template <class G>
+using TrsvFn = void (*)(G& g, int n, const double* A, int lda, double* x);
+struct Trsv {
+  TrsvFn<SerialGroup> serial;
+  TrsvFn<ThreadedGroup> threaded;
+  void operator()(SerialGroup& g, int n, const double* A, int lda, double* x) const { serial(g, n, A, lda, x); }
+  void operator()(ThreadedGroup& g, int n, const double* A, int lda, double* x) const { threaded(g, n, A, lda, x); }
+};
+
+template <Uplo UL, Trans TA, int N, class G>
+void trsv_k(G& g, int n, const double* A, int lda, double* x) {
+  trsv<UL, TA, N>(g, n, A, lda, x);
+}
+template <Uplo UL, Trans TA, int N = kDynamic>
+Trsv trsv_of() {
+  return {trsv_k<UL, TA, N, SerialGroup>, trsv_k<UL, TA, N, ThreadedGroup>};
+}
+
+void check_against_eigen(unsigned seed, Uplo UL, Trans TA, const Trsv& solve) {
   Rng rng(seed);
   for (int n : {1, 2, 5, 14, 17, 33, 40}) {
     const int lda = n + 3;
     Mat t;
-    const auto A = triangular<UL>(rng, n, lda, t);
+    const auto A = triangular(rng, UL, n, lda, t);
     const Mat opa = TA == Trans::No ? t : Mat(t.transpose());
     const Vec b = rng.vector(n);
     const Vec want = opa.lu().solve(b);
-    auto call = [&](auto& g, double* x) { trsv<UL, TA>(g, n, A.data(), lda, x); };
+    auto call = [&](auto& g, double* x) { solve(g, n, A.data(), lda, x); };
     const auto ref = run(1, to_vec(b), call);
     const Vec x = to_mat(ref, n, 1);
     EXPECT_LT(rel_err(x, want), 1e-13 * n) << "n=" << n;
@@ -45,17 +63,27 @@ void check_against_eigen(unsigned seed) {
   }
 }
 
-template <Uplo UL, Trans TA, int N>
-void check_fixed_size(unsigned seed) {
+template <Uplo UL, Trans TA>
+void check_against_eigen(unsigned seed) {
+  check_against_eigen(seed, UL, TA, trsv_of<UL, TA>());
+}
+
+// dynamic: trsv<UL, TA>; fixed_size: trsv<UL, TA, N>.
+void check_fixed_size(unsigned seed, Uplo UL, int N, const Trsv& dynamic, const Trsv& fixed_size) {
   Rng rng(seed);
   Mat t;
-  const auto A = triangular<UL>(rng, N, N + 1, t);
+  const auto A = triangular(rng, UL, N, N + 1, t);
   const auto b = to_vec(rng.vector(N));
-  const auto dyn = run(3, b, [&](auto& g, double* x) { trsv<UL, TA>(g, N, A.data(), N + 1, x); });
+  const auto dyn = run(3, b, [&](auto& g, double* x) { dynamic(g, N, A.data(), N + 1, x); });
   for (int gs : {0, 1, 3}) {
-    const auto fixed = run(gs, b, [&](auto& g, double* x) { trsv<UL, TA, N>(g, N, A.data(), N + 1, x); });
+    const auto fixed = run(gs, b, [&](auto& g, double* x) { fixed_size(g, N, A.data(), N + 1, x); });
     EXPECT_TRUE(bitwise_equal(fixed, dyn)) << "N=" << N << " t=" << gs;
   }
+}
+
+template <Uplo UL, Trans TA, int N>
+void check_fixed_size(unsigned seed) {
+  check_fixed_size(seed, UL, N, trsv_of<UL, TA>(), trsv_of<UL, TA, N>());
 }
 
 template <Uplo UL, Trans TA>
@@ -98,7 +126,7 @@ TEST(Trsv, NegativeControlWrongTriangleIsCaught) {
   Rng rng(650);
   const int n = 7;
   Mat t;
-  const auto A = triangular<Uplo::Lower>(rng, n, n, t);
+  const auto A = triangular(rng, Uplo::Lower, n, n, t);
   const Vec b = rng.vector(n);
   const auto x = run(2, to_vec(b), [&](auto& g, double* p) { trsv<Uplo::Lower, Trans::No>(g, n, A.data(), n, p); });
   const Vec right = t.lu().solve(b);
