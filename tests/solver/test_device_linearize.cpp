@@ -314,25 +314,30 @@ TEST(DeviceLinearize, MatchesTheHostLinearizationOnEveryConfig) {
   EXPECT_GE(configs, 20u);
 }
 
+// Threaded groups of 1, 2, 3 and 7 members give bitwise the serial group's linearization at a random point.
+void expect_group_sizes_bitwise(const problems::Problem& p, std::mt19937_64& rng) {
+  const BatchProblemData d = solver::device::compile_batch_problem(p);
+  const Point pt = random_point(p, rng);
+  Output serial(d.problem);
+  run_serial(d, d.slice.data(), pt.x, pt.u, serial);
+  ASSERT_TRUE(serial.ok);
+  const std::vector<double> ref = serial.all();
+  for (int threads : {1, 2, 3, 7}) {
+    Output o(d.problem);
+    run_threaded(d, d.slice.data(), pt.x, pt.u, threads, o);
+    ASSERT_TRUE(o.ok) << threads;
+    const std::vector<double> got = o.all();
+    ASSERT_EQ(got.size(), ref.size());
+    EXPECT_EQ(std::memcmp(got.data(), ref.data(), got.size() * sizeof(double)), 0) << threads << " ranks";
+  }
+}
+
 TEST(DeviceLinearize, GroupSizesAgreeBitwise) {
   std::mt19937_64 rng(7);
   for (const char* name : {"cartpole_swingup", "iiwa14_reach", "chain_of_masses", "double_integrator_lqr"}) {
     SCOPED_TRACE(name);
     const problems::Problem p = load_config(name);
-    const BatchProblemData d = solver::device::compile_batch_problem(p);
-    const Point pt = random_point(p, rng);
-    Output serial(d.problem);
-    run_serial(d, d.slice.data(), pt.x, pt.u, serial);
-    ASSERT_TRUE(serial.ok);
-    const std::vector<double> ref = serial.all();
-    for (int threads : {1, 2, 3, 7}) {
-      Output o(d.problem);
-      run_threaded(d, d.slice.data(), pt.x, pt.u, threads, o);
-      ASSERT_TRUE(o.ok) << threads;
-      const std::vector<double> got = o.all();
-      ASSERT_EQ(got.size(), ref.size());
-      EXPECT_EQ(std::memcmp(got.data(), ref.data(), got.size() * sizeof(double)), 0) << threads << " ranks";
-    }
+    expect_group_sizes_bitwise(p, rng);
   }
 }
 
@@ -488,20 +493,7 @@ TEST(DeviceLinearize, ExpressionModelGroupSizesAgreeBitwise) {
   for (const char* name : {"cartpole_swingup", "quadrotor_to_point"}) {
     SCOPED_TRACE(name);
     const problems::Problem p = load_expression(name);
-    const BatchProblemData d = solver::device::compile_batch_problem(p);
-    const Point pt = random_point(p, rng);
-    Output serial(d.problem);
-    run_serial(d, d.slice.data(), pt.x, pt.u, serial);
-    ASSERT_TRUE(serial.ok);
-    const std::vector<double> ref = serial.all();
-    for (int threads : {1, 2, 3, 7}) {
-      Output o(d.problem);
-      run_threaded(d, d.slice.data(), pt.x, pt.u, threads, o);
-      ASSERT_TRUE(o.ok) << threads;
-      const std::vector<double> got = o.all();
-      ASSERT_EQ(got.size(), ref.size());
-      EXPECT_EQ(std::memcmp(got.data(), ref.data(), got.size() * sizeof(double)), 0) << threads << " ranks";
-    }
+    expect_group_sizes_bitwise(p, rng);
   }
 }
 
