@@ -250,7 +250,7 @@ template <class T = double>
 KNOT_HD void sin_cos(T a, T& s, T& c) {
 #if defined(__CUDA_ARCH__)
   sincos(a, &s, &c);
-#elif defined(__GNUC__) || defined(__clang__)
+#elif defined(__GNUC__) && !defined(__clang__)  // clang has no __builtin_sincos
   __builtin_sincos(a, &s, &c);
 #else
   s = std::sin(a);
