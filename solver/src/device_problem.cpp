@@ -12,6 +12,7 @@
 #include "knot/problems/cost.hpp"
 #include "knot/problems/error.hpp"
 #include "knot/problems/expression.hpp"
+#include "knot/problems/expression_terms.hpp"
 #include "knot/problems/model_adapter.hpp"
 #include "knot/problems/models/manipulator.hpp"
 #include "knot/problems/problem.hpp"
@@ -142,7 +143,8 @@ std::optional<Unsupported> first_unsupported(const problems::Problem& p) {
     const problems::CostTerm& c = *p.costs[i];
     const bool ok = c.type() == "state" || c.type() == "control" ||
                     (c.type() == "end_effector" && p.model->type() == "manipulator" &&
-                     dynamic_cast<const problems::EndEffectorCost*>(&c) != nullptr);
+                     dynamic_cast<const problems::EndEffectorCost*>(&c) != nullptr) ||
+                    dynamic_cast<const problems::ResidualCost*>(&c) != nullptr;
     if (!ok) {
       const std::string label = term_label("cost", c.info().name, c.type());
       return Unsupported{"costs[" + std::to_string(i) + "]", label + " has no device path yet", label};
@@ -152,12 +154,30 @@ std::optional<Unsupported> first_unsupported(const problems::Problem& p) {
     const problems::ConstraintTerm& c = *p.constraints[i];
     const bool ok = (c.type() == "control_box" || c.type() == "state_box") && c.box() != nullptr;
     const bool eq = c.type() == "state_equality" && dynamic_cast<const problems::StateEquality*>(&c) != nullptr;
-    if (!ok && !eq) {
+    const bool expr = dynamic_cast<const problems::ExpressionConstraint*>(&c) != nullptr;
+    if (!ok && !eq && !expr) {
       const std::string label = term_label("constraint", c.info().name, c.type());
       return Unsupported{"constraints[" + std::to_string(i) + "]", label + " has no device path yet", label};
     }
   }
   return std::nullopt;
+}
+
+// An expression term's tape into the arena; returns its TermTape's offset and raises term_work.
+std::size_t put_term_tape(ArenaWriter& arena, const problems::TermExpressions& e, std::size_t& term_work) {
+  const problems::ExprTape& t = e.tape();
+  TermTape r;
+  r.code = arena.put(t.code, sizeof(problems::ExprInstr) * std::size_t(t.size));
+  r.outputs = arena.put(t.outputs, sizeof(std::uint8_t) * std::size_t(t.n_outputs));
+  r.inputs = arena.put_array(e.inputs());
+  r.size = t.size;
+  r.n_outputs = t.n_outputs;
+  r.registers = t.registers;
+  r.loads = t.loads;
+  r.n_inputs = int(e.inputs().size());
+  const std::size_t need = detail::term_work_scalars(r.n_outputs, r.n_inputs, r.registers);
+  if (need > term_work) term_work = need;
+  return arena.put(&r, sizeof r);
 }
 
 }  // namespace
@@ -220,16 +240,25 @@ BatchProblemData compile_batch_problem(const problems::Problem& p) {
   for (const auto& cp : p.costs) {
     const problems::CostTerm& c = *cp;
     CostRecord r;
-    r.kind = c.type() == "state" ? CostKind::State : c.type() == "control" ? CostKind::Control : CostKind::EndEffector;
+    const auto* residual = dynamic_cast<const problems::ResidualCost*>(&c);
+    r.kind = residual != nullptr     ? CostKind::Residual
+             : c.type() == "state"   ? CostKind::State
+             : c.type() == "control" ? CostKind::Control
+                                     : CostKind::EndEffector;
     r.stages = stages_of(c.info().stages);
     r.scale_by_dt = c.info().scale_by_dt ? 1 : 0;
     const problems::Weight& w = *c.weight();
     r.dim = w.dim();
     r.form = form_of(w.form());
     r.weight = arena.put(w.values().data(), sizeof(double) * w.values().size());
-    const problems::Reference& ref = *c.reference();
-    r.ref_rows = ref.rows();
-    r.ref = slice_put(ref.values.data(), ref.values.size());
+    if (residual != nullptr) {
+      r.uses_control = residual->uses_control() ? 1 : 0;
+      r.tape = put_term_tape(arena, residual->expressions(), P.term_work);
+    } else {
+      const problems::Reference& ref = *c.reference();
+      r.ref_rows = ref.rows();
+      r.ref = slice_put(ref.values.data(), ref.values.size());
+    }
     if (r.kind == CostKind::EndEffector) {
       const auto& ee = dynamic_cast<const problems::EndEffectorCost&>(c);
       const problems::robot::Frame& f = mb.manipulator->robot().frames.at(static_cast<std::size_t>(ee.frame()));
@@ -254,7 +283,14 @@ BatchProblemData compile_batch_problem(const problems::Problem& p) {
     r.uses_control = c.uses_control() ? 1 : 0;
     r.rows = c.dim();
     std::vector<int> index;
-    if (const auto* se = dynamic_cast<const problems::StateEquality*>(&c)) {
+    if (const auto* ec = dynamic_cast<const problems::ExpressionConstraint*>(&c)) {
+      r.kind = RowKind::Expression;
+      r.tape = put_term_tape(arena, ec->expressions(), P.term_work);
+      std::vector<ExprRow> rows;
+      for (const problems::ExpressionConstraint::Row& row : ec->rows()) rows.push_back({row.expr, row.sign, row.bound});
+      r.count = static_cast<int>(rows.size());
+      r.index = arena.put_array(rows);
+    } else if (const auto* se = dynamic_cast<const problems::StateEquality*>(&c)) {
       r.kind = RowKind::StateEquality;
       index = se->index();
       r.lower = slice_put(se->target().data(), se->target().size());
@@ -266,8 +302,10 @@ BatchProblemData compile_batch_problem(const problems::Problem& p) {
       r.lower = slice_put(b.lower.data(), b.lower.size());
       r.upper = slice_put(b.upper.data(), b.upper.size());
     }
-    r.count = static_cast<int>(index.size());
-    r.index = arena.put_array(index);
+    if (r.kind != RowKind::Expression) {
+      r.count = static_cast<int>(index.size());
+      r.index = arena.put_array(index);
+    }
     const bool is_eq = c.kind() == problems::ConstraintKind::Equality;
     (is_eq ? eq : ineq).push_back(r);
     (is_eq ? eq_terms : ineq_terms).push_back(&c);
@@ -343,7 +381,7 @@ void set_slice_bounds(const BatchProblemData& d, double* slice, std::string_view
   check_slice(d, slice, "set_slice_bounds");
   const int i = find_name(d.ineq_names, constraint);
   const RowRecord* r = i < 0 ? nullptr : arena_at<RowRecord>(d.arena.data(), d.problem.ineq_terms) + i;
-  if (r == nullptr || r->kind == RowKind::StateEquality)
+  if (r == nullptr || r->kind == RowKind::StateEquality || r->kind == RowKind::Expression)
     throw std::invalid_argument("set_slice_bounds: no control_box or state_box named '" + std::string(constraint) + "'");
   const std::size_t n = static_cast<std::size_t>(r->count);
   if (lower.size() != n || upper.size() != n)

@@ -163,8 +163,8 @@ TEST(BatchDevice, PerProblemReferencesAndBoundsReachOnlyTheirProblem) {
 }
 
 // An expression model (ModelKind::Expression) in the pool: each problem bitwise what DeviceSqp gives
-// alone, for every thread count, and Auto takes the device path for it while planar_quadrotor's
-// residual cost sends that one to the Solvers path, named.
+// alone, for every thread count; Auto takes the device path for it and for planar_quadrotor's
+// expression terms, while a control-rate cost sends the expression model to the Solvers path, named.
 TEST(BatchDevice, ExpressionModelInThePool) {
   const problems::Problem p =
       problems::load_problem(std::filesystem::path(KNOT_TEST_DATA_DIR) / "expression" / "cartpole_swingup.yaml");
@@ -185,9 +185,14 @@ TEST(BatchDevice, ExpressionModelInThePool) {
   const problems::Problem quad = load_config("planar_quadrotor");
   BatchOptions o;
   o.solver = device_fit(quad);
-  BatchSolver fallback(quad, 2, o);
+  EXPECT_EQ(BatchSolver(quad, 2, o).path(), BatchPath::Device);
+  const problems::Problem smooth =
+      problems::load_problem(std::filesystem::path(KNOT_TEST_DATA_DIR) / "expression" / "cartpole_swingup.yaml",
+                             {"costs[1]={name: smooth, type: control_rate, weights: [0.002]}"});
+  o.solver = device_fit(smooth);
+  BatchSolver fallback(smooth, 2, o);
   EXPECT_EQ(fallback.path(), BatchPath::Solvers);
-  EXPECT_NE(fallback.device_path_refusal().find("cost 'thrust' (residual)"), std::string::npos)
+  EXPECT_NE(fallback.device_path_refusal().find("cost 'smooth' (control_rate)"), std::string::npos)
       << fallback.device_path_refusal();
 }
 

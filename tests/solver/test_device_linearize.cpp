@@ -204,6 +204,27 @@ struct Point {
   std::vector<double> x, u;
 };
 
+// Every block linearize writes against the host's.
+void compare_all(Compare& cmp, const solver::device::BatchProblem& P, const Output& o, const HostReference& h) {
+  const LqView<double>& v = o.view;
+  const std::size_t N = std::size_t(P.N), nx = std::size_t(P.nx), nu = std::size_t(P.nu);
+  const std::size_t nw = nx + nu;
+  cmp("A", v.A, h.A.data(), N * nx * nx, nx * nx);
+  cmp("B", v.B, h.B.data(), N * nx * nu, nx * nu);
+  cmp("c", v.c, h.c.data(), N * nx, nx);
+  cmp("Q", v.Q, h.Q.data(), (N + 1) * nx * nx, nx * nx);
+  cmp("R", v.R, h.R.data(), N * nu * nu, nu * nu);
+  cmp("S", v.S, h.S.data(), N * nu * nx, nu * nx);
+  cmp("q", v.q, h.q.data(), (N + 1) * nx, nx);
+  cmp("r", v.r, h.r.data(), N * nu, nu);
+  cmp("x_init", v.x_init, h.x_init.data(), nx, nx);
+  cmp("ineq_value", o.ineq_value.data(), h.ineq_value.data(), h.ineq_value.size());
+  cmp("ineq_jac", o.ineq_jac.data(), h.ineq_jac.data(), h.ineq_jac.size(), nw);
+  cmp("eq_value", o.eq_value.data(), h.eq_value.data(), h.eq_value.size());
+  cmp("eq_jac", o.eq_jac.data(), h.eq_jac.data(), h.eq_jac.size(), nw);
+  cmp("cost", o.cost.data(), h.cost.data(), h.cost.size());
+}
+
 // x_k = x0 + 0.1 N(0, 1), u_k = 0.3 N(0, 1) (the manipulator's torques 3 N(0, 1)).
 Point random_point(const problems::Problem& p, std::mt19937_64& rng) {
   std::normal_distribution<double> n01;
@@ -218,7 +239,7 @@ Point random_point(const problems::Problem& p, std::mt19937_64& rng) {
 }
 
 // Configs with a device path, and those refused with the term that is not.
-const std::vector<std::string> kRefused = {"cartpole_swingup_smooth", "unicycle_obstacles", "planar_quadrotor"};
+const std::vector<std::string> kRefused = {"cartpole_swingup_smooth", "unicycle_obstacles"};
 
 struct Case {
   std::string config;
@@ -282,23 +303,8 @@ TEST(DeviceLinearize, MatchesTheHostLinearizationOnEveryConfig) {
       Output o(P);
       run_serial(d, d.slice.data(), pt.x, pt.u, o);
       ASSERT_TRUE(o.ok);
-      const LqView<double>& v = o.view;
-      const std::size_t N = std::size_t(P.N), nx = std::size_t(P.nx), nu = std::size_t(P.nu);
-      const std::size_t nw = nx + nu;
-      cmp("A", v.A, h.A.data(), N * nx * nx, nx * nx);
-      cmp("B", v.B, h.B.data(), N * nx * nu, nx * nu);
-      cmp("c", v.c, h.c.data(), N * nx, nx);
-      cmp("Q", v.Q, h.Q.data(), (N + 1) * nx * nx, nx * nx);
-      cmp("R", v.R, h.R.data(), N * nu * nu, nu * nu);
-      cmp("S", v.S, h.S.data(), N * nu * nx, nu * nx);
-      cmp("q", v.q, h.q.data(), (N + 1) * nx, nx);
-      cmp("r", v.r, h.r.data(), N * nu, nu);
-      cmp("x_init", v.x_init, h.x_init.data(), nx, nx);
-      cmp("ineq_value", o.ineq_value.data(), h.ineq_value.data(), h.ineq_value.size());
-      cmp("ineq_jac", o.ineq_jac.data(), h.ineq_jac.data(), h.ineq_jac.size(), nw);
-      cmp("eq_value", o.eq_value.data(), h.eq_value.data(), h.eq_value.size());
-      cmp("eq_jac", o.eq_jac.data(), h.eq_jac.data(), h.eq_jac.size(), nw);
-      cmp("cost", o.cost.data(), h.cost.data(), h.cost.size());
+      const std::size_t nx = std::size_t(P.nx), nu = std::size_t(P.nu);
+      compare_all(cmp, P, o, h);
       if (HasFatalFailure()) return;
       // step() alone agrees with step_jacobian's x_next.
       std::vector<double> work(solver::device::step_work_size(P)), y(nx), y2(nx), A(nx * nx), B(nx * nu);
@@ -346,8 +352,7 @@ TEST(DeviceLinearize, RefusesWhatHasNoDevicePathByName) {
     const char* config;
     const char* names;
   } cases[] = {{"cartpole_swingup_smooth", "(control_rate) has no device path yet"},
-               {"unicycle_obstacles", "(circle_obstacle) has no device path yet"},
-               {"planar_quadrotor", "cost 'thrust' (residual) has no device path yet"}};
+               {"unicycle_obstacles", "(circle_obstacle) has no device path yet"}};
   for (const auto& c : cases) {
     SCOPED_TRACE(c.config);
     const problems::Problem p = load_config(c.config);
@@ -369,12 +374,11 @@ TEST(DeviceLinearize, RefusesWhatHasNoDevicePathByName) {
   // An implicit integrator too.
   const problems::Problem implicit = load_config("cartpole_swingup", {"horizon.integrator=implicit_euler"});
   EXPECT_NE(solver::device::device_path_unsupported(implicit).find("implicit_euler"), std::string::npos);
-  // An expression model takes an expression constraint's refusal by the term's name, not the model's.
-  const problems::Problem expr_constraint = load_expression(
-      "cartpole_swingup",
-      {"constraints[0]={name: force_limit, type: expression, expression: F, lower: [-80], upper: [80]}"});
-  EXPECT_EQ(solver::device::device_path_unsupported(expr_constraint),
-            "constraint 'force_limit' (expression) has no device path yet");
+  // An expression model takes a term's refusal by the term's name, not the model's.
+  const problems::Problem expr_smooth =
+      load_expression("cartpole_swingup", {"costs[1]={name: smooth, type: control_rate, weights: [0.002]}"});
+  EXPECT_EQ(solver::device::device_path_unsupported(expr_smooth),
+            "cost 'smooth' (control_rate) has no device path yet");
   const problems::Problem expr_implicit = load_expression("pendulum_swingup", {"horizon.integrator=implicit_midpoint"});
   EXPECT_NE(solver::device::device_path_unsupported(expr_implicit).find("implicit_midpoint"), std::string::npos);
 }
@@ -465,17 +469,8 @@ TEST(DeviceLinearize, ExpressionModelsMatchTheHostLinearization) {
       Output o(P);
       run_serial(d, d.slice.data(), pt.x, pt.u, o);
       ASSERT_TRUE(o.ok);
-      const LqView<double>& v = o.view;
-      const std::size_t N = std::size_t(P.N), nx = std::size_t(P.nx), nu = std::size_t(P.nu);
-      cmp("A", v.A, h.A.data(), N * nx * nx, nx * nx);
-      cmp("B", v.B, h.B.data(), N * nx * nu, nx * nu);
-      cmp("c", v.c, h.c.data(), N * nx, nx);
-      cmp("Q", v.Q, h.Q.data(), (N + 1) * nx * nx, nx * nx);
-      cmp("q", v.q, h.q.data(), (N + 1) * nx, nx);
-      cmp("r", v.r, h.r.data(), N * nu, nu);
-      cmp("ineq_value", o.ineq_value.data(), h.ineq_value.data(), h.ineq_value.size());
-      cmp("ineq_jac", o.ineq_jac.data(), h.ineq_jac.data(), h.ineq_jac.size(), nx + nu);
-      cmp("cost", o.cost.data(), h.cost.data(), h.cost.size());
+      const std::size_t nx = std::size_t(P.nx), nu = std::size_t(P.nu);
+      compare_all(cmp, P, o, h);
       if (HasFatalFailure()) return;
       std::vector<double> work(solver::device::step_work_size(P)), y(nx), y2(nx), A(nx * nx), B(nx * nu);
       ASSERT_TRUE(solver::device::step(P, d.arena.data(), pt.x.data(), pt.u.data(), y.data(), work.data()));
@@ -542,6 +537,148 @@ TEST(DeviceLinearize, ExpressionModelNegativeControls) {
   for (int threads : {1, 3}) {
     Point bad = pt;
     bad.x[std::size_t(5 * 4 + 1)] = kNaN;
+    Output o(P);
+    run_threaded(d, d.slice.data(), bad.x, bad.u, threads, o);
+    EXPECT_FALSE(o.ok) << threads;
+  }
+}
+
+// Expression terms (a residual cost's and an expression constraint's tapes in the arena): a residual
+// that mixes states and the control under a dense weight (so S, the cross term, is not zero), a
+// state-only residual at the terminal knot, an inequality on x and u with one side unbounded, and a
+// terminal equality; on the expression cart-pole and on the built-in one.
+const std::vector<std::string> kTermOverrides = {
+    "costs=[{name: state, type: state, weights: [2000, 2000, 0.02, 0.02], stage: running, scale_by_dt: true}, "
+    "{name: force, type: control, weights: [0.02], stage: running, scale_by_dt: true}, "
+    "{name: terminal, type: state, weights: [2000, 2000, 0.02, 0.02], stage: terminal}, "
+    "{name: mix, type: residual, residual: [sin(theta) * F, v - 0.5 * F, omega * p], "
+    "weights: [[1, 0.2, 0], [0.2, 2, 0.1], [0, 0.1, 0.5]], stage: running, scale_by_dt: true}, "
+    "{name: tip, type: residual, residual: [p - 0.8 * sin(theta), 0.8 * cos(theta) - 0.8], weights: [10, 5], "
+    "stage: terminal}]",
+    "constraints=[{name: force_limit, type: control_box, lower: [-80], upper: [80]}, "
+    "{name: lean, type: expression, expression: [F * cos(theta), p^2 + v], lower: [-78, -.inf], upper: [78, 9]}, "
+    "{name: upright, type: expression, expression: [sin(theta), omega * cos(theta)], lower: [0, 0], upper: [0, 0], "
+    "stage: terminal}]"};
+
+std::vector<std::pair<std::string, problems::Problem>> term_problems() {
+  std::vector<std::pair<std::string, problems::Problem>> out;
+  out.emplace_back("planar_quadrotor", load_config("planar_quadrotor"));
+  out.emplace_back("expression cartpole + terms", load_expression("cartpole_swingup", kTermOverrides));
+  out.emplace_back("cartpole + terms", load_config("cartpole_swingup", kTermOverrides));
+  return out;
+}
+
+TEST(DeviceLinearize, ExpressionTermsMatchTheHostLinearization) {
+  std::mt19937_64 rng(20261202);
+  for (const auto& [name, p] : term_problems()) {
+    SCOPED_TRACE(name);
+    ASSERT_EQ(solver::device::device_path_unsupported(p), "");
+    const BatchProblemData d = solver::device::compile_batch_problem(p);
+    const auto& P = d.problem;
+    EXPECT_GT(P.term_work, 0u);
+    const solver::Solver host(p, sqp_options(p));
+    const int* io = solver::device::row_offsets(P, d.arena.data(), solver::device::ConstraintSet::Inequality);
+    const int* eo = solver::device::row_offsets(P, d.arena.data(), solver::device::ConstraintSet::Equality);
+    for (int k = 0; k <= P.N + 1; ++k) {
+      ASSERT_EQ(io[k], host.inequality_offset(k)) << "knot " << k;
+      ASSERT_EQ(eo[k], host.equality_offset(k)) << "knot " << k;
+    }
+    Compare cmp;
+    double cross = 0;
+    for (int trial = 0; trial < 3; ++trial) {
+      const Point pt = random_point(p, rng);
+      const HostReference h = host_linearize(p, pt.x, pt.u);
+      ASSERT_TRUE(h.ok);
+      Output o(P);
+      run_serial(d, d.slice.data(), pt.x, pt.u, o);
+      ASSERT_TRUE(o.ok);
+      compare_all(cmp, P, o, h);
+      if (HasFatalFailure()) return;
+      for (double v : h.S) cross = std::max(cross, std::abs(v));
+    }
+    if (name != "planar_quadrotor") {
+      EXPECT_GT(cross, 1e-3) << "the residual's cross term is exercised";
+      EXPECT_EQ(P.n_eq, 2);
+    }
+    std::printf("%-50s %7zu values, %7zu bitwise equal, largest difference %.2g of its block\n", name.c_str(),
+                cmp.total, cmp.bitwise, cmp.worst);
+  }
+}
+
+TEST(DeviceLinearize, ExpressionTermsGroupSizesAgreeBitwise) {
+  std::mt19937_64 rng(9);
+  for (const auto& [name, p] : term_problems()) {
+    SCOPED_TRACE(name);
+    expect_group_sizes_bitwise(p, rng);
+  }
+}
+
+// Negative controls: the terms are read from the arena. A residual's constant changed there moves
+// the costs beyond the tolerance above; a constraint row's bound moved moves that row's value by the
+// same amount and leaves the Jacobian rows alone.
+TEST(DeviceLinearize, ExpressionTermsNegativeControls) {
+  const problems::Problem p = load_expression("cartpole_swingup", kTermOverrides);
+  const BatchProblemData d = solver::device::compile_batch_problem(p);
+  const auto& P = d.problem;
+  std::mt19937_64 rng(13);
+  const Point pt = random_point(p, rng);
+  const HostReference h = host_linearize(p, pt.x, pt.u);
+  Output base(P);
+  run_serial(d, d.slice.data(), pt.x, pt.u, base);
+  ASSERT_TRUE(base.ok);
+  using solver::device::arena_at;
+
+  // The 'mix' residual's (cost 3) tape: its constant 0.5 scaled by 1.1.
+  BatchProblemData changed = d;
+  const auto* costs = arena_at<solver::device::CostRecord>(changed.arena.data(), P.costs);
+  ASSERT_EQ(costs[3].kind, solver::device::CostKind::Residual);
+  const auto* tt = arena_at<solver::device::TermTape>(changed.arena.data(), costs[3].tape);
+  auto* code = reinterpret_cast<problems::ExprInstr*>(changed.arena.data() + tt->code);
+  int at = -1;
+  for (int i = tt->loads; i < tt->size && at < 0; ++i)
+    if (code[i].k == 0.5 || code[i].k == -0.5) at = i;
+  ASSERT_GE(at, 0) << "no constant 0.5 in the residual's tape";
+  code[at].k *= 1.1;
+  Output moved(P);
+  run_serial(changed, changed.slice.data(), pt.x, pt.u, moved);
+  ASSERT_TRUE(moved.ok);
+  double diff = 0, norm = 0;
+  for (std::size_t k = 0; k < h.r.size(); ++k) {
+    diff = std::max(diff, std::abs(moved.view.r[k] - h.r[k]));
+    norm = std::max(norm, std::abs(h.r[k]));
+  }
+  EXPECT_GT(diff, 1e-6 * std::max(1.0, norm));
+  EXPECT_NE(moved.cost, base.cost);
+  EXPECT_EQ(moved.ineq_value, base.ineq_value);  // the constraints do not read the cost's tape
+
+  // The 'lean' constraint's (inequality term 1) first row: F cos(theta) - 78, bound moved to 68.
+  BatchProblemData bounds = d;
+  const auto* rows = arena_at<solver::device::RowRecord>(bounds.arena.data(), P.ineq_terms);
+  ASSERT_EQ(rows[1].kind, solver::device::RowKind::Expression);
+  auto* er = reinterpret_cast<solver::device::ExprRow*>(bounds.arena.data() + rows[1].index);
+  ASSERT_EQ(er[0].bound, 78.0);
+  er[0].bound = 68.0;
+  Output shifted(P);
+  run_serial(bounds, bounds.slice.data(), pt.x, pt.u, shifted);
+  ASSERT_TRUE(shifted.ok);
+  EXPECT_EQ(shifted.ineq_jac, base.ineq_jac);
+  int moved_rows = 0;
+  for (std::size_t i = 0; i < base.ineq_value.size(); ++i)
+    if (shifted.ineq_value[i] != base.ineq_value[i]) {
+      ++moved_rows;
+      EXPECT_NEAR(shifted.ineq_value[i] - base.ineq_value[i], 10.0, 1e-12) << "row " << i;
+    }
+  EXPECT_EQ(moved_rows, P.N);  // lean reads the control: its first row at every running knot
+  // set_slice_bounds does not reach an expression constraint's bounds.
+  std::vector<double> slice = d.slice;
+  EXPECT_THROW(solver::device::set_slice_bounds(d, slice.data(), "lean", std::vector<double>{-1, -1},
+                                                std::vector<double>{1, 1}),
+               std::invalid_argument);
+
+  // A NaN control gives false on every rank.
+  for (int threads : {1, 3}) {
+    Point bad = pt;
+    bad.u[4] = kNaN;
     Output o(P);
     run_threaded(d, d.slice.data(), bad.x, bad.u, threads, o);
     EXPECT_FALSE(o.ok) << threads;

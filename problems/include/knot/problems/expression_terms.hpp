@@ -42,6 +42,8 @@ class TermExpressions {
   const std::vector<int>& inputs() const { return inputs_; }
   int nx() const { return nx_; }
   int nu() const { return nu_; }
+  // The tape over the compact inputs (its loads read w_j = input j): the device path's copy.
+  const ExprTape& tape() const { return tape_; }
 
  private:
   CompiledExpressions compiled_;
@@ -61,6 +63,7 @@ class ResidualCost final : public CostTerm {
   double accumulate(const StagePoint& p, const CostBlocks& out) const override;
   bool add_curvature(const StagePoint& p, const CostBlocks& out) const override;
   const Weight* weight() const override { return &W_; }
+  const TermExpressions& expressions() const { return *r_; }
 
  private:
   std::shared_ptr<const TermExpressions> r_;
@@ -79,11 +82,14 @@ class ExpressionConstraint final : public ConstraintTerm {
   void jacobian(const StagePoint& p, double* g, double* gx, double* gu) const override;
   bool add_curvature(const StagePoint& p, const double* mult, double* H, int ldh) const override;
 
- private:
   struct Row {
     int expr;
     double sign, bound;  // row = sign (g_expr - bound)
   };
+  const std::vector<Row>& rows() const { return rows_; }
+  const TermExpressions& expressions() const { return *g_; }
+
+ private:
   std::shared_ptr<const TermExpressions> g_;
   std::vector<Row> rows_;
   bool equality_ = false;

@@ -81,8 +81,10 @@ KNOT_HD bool linearize(G& g, const BatchProblem& P, const unsigned char* arena, 
       }
     }
     const int i0 = ioff[k], i1 = ioff[k + 1], e0 = eoff[k], e1 = eoff[k + 1];
-    knot_rows(P, arena, slice, ConstraintSet::Inequality, k, xk, uk, ineq_value + i0, ineq_jac + std::size_t(i0) * nw);
-    knot_rows(P, arena, slice, ConstraintSet::Equality, k, xk, uk, eq_value + e0, eq_jac + std::size_t(e0) * nw);
+    knot_rows(P, arena, slice, ConstraintSet::Inequality, k, xk, uk, ineq_value + i0, ineq_jac + std::size_t(i0) * nw,
+              scratch);
+    knot_rows(P, arena, slice, ConstraintSet::Equality, k, xk, uk, eq_value + e0, eq_jac + std::size_t(e0) * nw,
+              scratch);
     for (int i = i0; i < i1; ++i) ok = ok && detail::finite(ineq_value[i]);
     for (std::size_t e = std::size_t(i0) * nw; e < std::size_t(i1) * nw; ++e) ok = ok && detail::finite(ineq_jac[e]);
     for (int i = e0; i < e1; ++i) ok = ok && detail::finite(eq_value[i]);

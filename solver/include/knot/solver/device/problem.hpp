@@ -69,15 +69,29 @@ enum class ModelKind : int {
   Expression,  // model: {type: expression}: the tape's arrays in the arena
 };
 
-enum class CostKind : int { State, Control, EndEffector };
-enum class RowKind : int { ControlBox, StateBox, StateEquality };
+enum class CostKind : int { State, Control, EndEffector, Residual };
+enum class RowKind : int { ControlBox, StateBox, StateEquality, Expression };
 enum class WeightForm : int { Scalar, Diagonal, Dense };  // problems::Weight::Form
 enum class Stages : int { All, Running, Terminal };       // problems::StageSet
 enum class ConstraintSet : int { Inequality, Equality };   // which rows knot_rows evaluates
 
+// An expression term's tape (problems::TermExpressions): arena offsets of its instructions, its
+// output registers and its inputs (n_inputs ints, ascending: state index, or nx + control index;
+// the tape's loads read them as one compact vector), and the tape's sizes.
+struct TermTape {
+  std::size_t code = 0, outputs = 0, inputs = 0;
+  int size = 0, n_outputs = 0, registers = 0, loads = 0, n_inputs = 0;
+};
+
+// One row of an expression constraint: sign (g_expr - bound), as ExpressionConstraint's rows.
+struct ExprRow {
+  int expr = 0;
+  double sign = 1, bound = 0;
+};
+
 // One cost term. Offsets: `weight` in the arena (doubles: 1, dim or dim x dim column-major, as the
 // form), `ref` in the slice (ref_rows rows of dim doubles, row-major; knot k reads row
-// min(k, ref_rows - 1)).
+// min(k, ref_rows - 1); none for a residual), `tape` (a residual's TermTape) in the arena.
 struct CostRecord {
   CostKind kind = CostKind::State;
   Stages stages = Stages::All;
@@ -89,11 +103,15 @@ struct CostRecord {
   int ref_rows = 0;
   int body = -1;                        // end_effector: the robot body
   double in_body[3] = {0, 0, 0};        // end_effector: the point in body coordinates
+  int uses_control = 0;                 // residual: r reads u (inactive at N)
+  std::size_t tape = 0;                 // residual: its TermTape
 };
 
 // One constraint term. `index` (count ints in the arena) are the entries of x or u it bounds;
 // `lower`, `upper` (count doubles each) are in the slice, for state_equality `lower` is the target.
 // rows: the rows it adds at a knot where it is active (one per finite bound; count for equality).
+// An expression constraint has `tape` (its TermTape) and `index` (rows ExprRow) in the arena, and
+// its bounds in those rows.
 struct RowRecord {
   RowKind kind = RowKind::StateBox;
   Stages stages = Stages::All;
@@ -102,6 +120,7 @@ struct RowRecord {
   int rows = 0;
   std::size_t index = 0;
   std::size_t lower = 0, upper = 0;
+  std::size_t tape = 0;
 };
 
 // Sizes and offsets; trivially copyable, no pointers. Arena offsets are in bytes (8-aligned),
@@ -123,6 +142,7 @@ struct BatchProblem {
   int n_ineq_terms = 0, n_eq_terms = 0;
   std::size_t ineq_offset = 0, eq_offset = 0;  // N + 2 ints each: first row of knot k, total at N + 1
   int n_ineq = 0, n_eq = 0;                    // rows in all
+  std::size_t term_work = 0;  // scalars of the largest expression term's scratch (term_work_scalars)
   std::size_t arena_bytes = 0;
   std::size_t slice_size = 0;  // doubles per problem
   std::size_t x0 = 0;          // slice offset of x0 (nx doubles)
@@ -652,6 +672,133 @@ KNOT_HD void load(const double* src, int n, T* dst) {
   for (int i = 0; i < n; ++i) dst[i] = T(src[i]);
 }
 
+// ---- expression terms (expression_terms.cpp's arithmetic) ----
+
+constexpr int kTermSweep = 4;  // TermExpressions' directions per dual sweep
+
+// Scalars of one expression term's scratch: r, W r, W J_b and zeros (m each), J (m x n), then the
+// evaluation's duals (the inputs, the register file and the outputs, kTermSweep + 1 scalars each).
+KNOT_HD constexpr std::size_t term_work_scalars(int m, int n, int registers) {
+  return 4 * std::size_t(m) + std::size_t(m) * n + std::size_t(kTermSweep + 1) * (std::size_t(n) + registers + m);
+}
+
+KNOT_HD problems::ExprTape term_tape(const unsigned char* arena, const TermTape& t) {
+  problems::ExprTape tape;
+  tape.code = arena_at<problems::ExprInstr>(arena, t.code);
+  tape.size = t.size;
+  tape.outputs = arena_at<std::uint8_t>(arena, t.outputs);
+  tape.n_outputs = t.n_outputs;
+  tape.registers = t.registers;
+  tape.loads = t.loads;
+  return tape;
+}
+
+// r = the term's m outputs at (x, u); with J non-null also J = dr/dw over its n inputs (m x n,
+// column-major), by sweeps of kTermSweep directions: TermExpressions::evaluate. scratch: the
+// evaluation's part of term_work_scalars.
+template <class T>
+KNOT_HD void term_eval(const problems::ExprTape& tape, const int* inputs, int n, int nx, const T* x, const T* u, T* r,
+                       T* J, T* scratch) {
+  const int m = tape.n_outputs;
+  if (J == nullptr || n == 0) {
+    T* w = scratch;
+    T* reg = w + n;
+    for (int j = 0; j < n; ++j) w[j] = inputs[j] < nx ? x[inputs[j]] : u[inputs[j] - nx];
+    problems::evaluate<T>(tape, w, static_cast<const T*>(nullptr), reg, r);
+    return;
+  }
+  using D = DualT<T, kTermSweep>;
+  D* w = reinterpret_cast<D*>(scratch);
+  D* reg = w + n;
+  D* out = reg + tape.registers;
+  for (int j = 0; j < n; ++j) w[j] = D(inputs[j] < nx ? x[inputs[j]] : u[inputs[j] - nx]);
+  for (int j0 = 0; j0 < n; j0 += kTermSweep) {
+    const int cols = n - j0 < kTermSweep ? n - j0 : kTermSweep;
+    for (int k = 0; k < cols; ++k) w[j0 + k].d[k] = T(1.0);
+    problems::evaluate<D>(tape, w, static_cast<const D*>(nullptr), reg, out);
+    for (int k = 0; k < cols; ++k) {
+      w[j0 + k].d[k] = T(0.0);
+      for (int i = 0; i < m; ++i) J[i + std::size_t(j0 + k) * m] = out[i].d[k];
+    }
+  }
+  for (int i = 0; i < m; ++i) r[i] = out[i].v;
+}
+
+// v into the (a, b) block of a Hessian split into Hxx, Huu and Hux (a, b: inputs; the state-control
+// entry above the diagonal is Hux's transpose and not stored): expression_terms.cpp's add_split.
+template <class T>
+KNOT_HD void add_split(int nx, int nu, int a, int b, T v, T* Hxx, T* Huu, T* Hux) {
+  if (a < nx && b < nx) {
+    if (Hxx != nullptr) Hxx[a + std::size_t(b) * nx] += v;
+  } else if (a >= nx && b >= nx) {
+    if (Huu != nullptr) Huu[(a - nx) + std::size_t(b - nx) * nu] += v;
+  } else if (a >= nx && b < nx) {
+    if (Hux != nullptr) Hux[(a - nx) + std::size_t(b) * nu] += v;
+  }
+}
+
+// A residual cost s/2 r'W r: its value, and with any block non-null s J'W r into (gx, gu) and the
+// Gauss-Newton s J'W J into (Hxx, Huu, Hux): ResidualCost::value and ::accumulate.
+template <class T>
+KNOT_HD T residual_cost(const BatchProblem& P, const unsigned char* arena, const CostRecord& c, const double* w, T s,
+                        const T* x_k, const T* u_k, T* gx, T* gu, T* Hxx, T* Huu, T* Hux, T* work) {
+  const TermTape& tt = *arena_at<TermTape>(arena, c.tape);
+  const problems::ExprTape tape = term_tape(arena, tt);
+  const int m = tt.n_outputs, n = tt.n_inputs, nx = P.nx, nu = P.nu;
+  const int* in = arena_at<int>(arena, tt.inputs);
+  T* r = work;
+  T* wr = r + m;
+  T* wj = wr + m;
+  T* zero = wj + m;
+  T* J = zero + m;
+  const bool derivatives = gx != nullptr || gu != nullptr || Hxx != nullptr || Huu != nullptr || Hux != nullptr;
+  term_eval(tape, in, n, nx, x_k, u_k, r, derivatives ? J : nullptr, J + std::size_t(m) * n);
+  for (int i = 0; i < m; ++i) zero[i] = T(0.0);
+  if (derivatives) {
+    apply(c.form, m, w, r, wr);
+    for (int j = 0; j < n; ++j) {
+      const T* jj = J + std::size_t(j) * m;
+      T acc = T(0.0);
+      for (int i = 0; i < m; ++i) acc += jj[i] * wr[i];
+      if (in[j] < nx) {
+        if (gx != nullptr) gx[in[j]] += s * acc;
+      } else if (gu != nullptr) {
+        gu[in[j] - nx] += s * acc;
+      }
+    }
+    for (int b = 0; b < n; ++b) {
+      apply(c.form, m, w, J + std::size_t(b) * m, wj);
+      for (int a = 0; a < n; ++a) {
+        const T* ja = J + std::size_t(a) * m;
+        T acc = T(0.0);
+        for (int i = 0; i < m; ++i) acc += ja[i] * wj[i];
+        add_split(nx, nu, in[a], in[b], s * acc, Hxx, Huu, Hux);
+      }
+    }
+  }
+  return s * half_quadratic(c.form, m, w, r, zero);
+}
+
+// An expression constraint's rows sign (g_expr - bound) into g, and with jac non-null their
+// Jacobian rows (width nx + nu, already zero) from J: ExpressionConstraint::jacobian.
+template <class T>
+KNOT_HD void expression_rows(const BatchProblem& P, const unsigned char* arena, const RowRecord& c, const T* x_k,
+                             const T* u_k, T* g, T* jac, T* work) {
+  const TermTape& tt = *arena_at<TermTape>(arena, c.tape);
+  const problems::ExprTape tape = term_tape(arena, tt);
+  const int m = tt.n_outputs, n = tt.n_inputs, nw = P.nx + P.nu;
+  const int* in = arena_at<int>(arena, tt.inputs);
+  const ExprRow* rows = arena_at<ExprRow>(arena, c.index);
+  T* r = work;
+  T* J = r + m;
+  term_eval(tape, in, n, P.nx, x_k, u_k, r, jac != nullptr ? J : nullptr, J + std::size_t(m) * n);
+  for (int k = 0; k < c.rows; ++k) g[k] = T(rows[k].sign) * (r[rows[k].expr] - T(rows[k].bound));
+  if (jac == nullptr) return;
+  for (int j = 0; j < n; ++j)
+    for (int k = 0; k < c.rows; ++k)
+      jac[std::size_t(k) * nw + in[j]] = T(rows[k].sign) * J[rows[k].expr + std::size_t(j) * m];
+}
+
 }  // namespace detail
 
 // ---- scratch sizes ------------------------------------------------------------------------------
@@ -663,9 +810,11 @@ KNOT_HD constexpr std::size_t step_work_size(const BatchProblem& P) {
 }
 // Scalars T that knot_cost and knot_rows need: a reference row (nx or nu; T copies of the slice),
 // the end-effector point, its Jacobian (3 x nx) and the robot workspace.
+// Or an expression term's scratch (P.term_work), when larger.
 template <class T = double>
 KNOT_HD constexpr std::size_t knot_work_size(const BatchProblem& P) {
-  return detail::ref_scalars(P) + 3 * std::size_t(P.nx) + 12 + detail::robot_ws_scalars<T>();
+  const std::size_t fixed = detail::ref_scalars(P) + 3 * std::size_t(P.nx) + 12 + detail::robot_ws_scalars<T>();
+  return fixed > P.term_work ? fixed : P.term_work;
 }
 
 // ---- evaluation ---------------------------------------------------------------------------------
@@ -688,12 +837,11 @@ KNOT_HD bool step_jacobian(const BatchProblem& P, const unsigned char* arena, co
 
 // Knot k's cost sum_terms l_k(x_k, u_k) (each term's value added to 0 in problem order), adding each
 // term's gradient and Gauss-Newton Hessian to gx (nx), gu (nu), Hxx (nx x nx), Huu (nu x nu) and
-// Hux (nu x nx, none of the terms here has one), as CostTerm::accumulate. u_k, gu, Huu, Hux are
-// unused at k = N; any block may be null. work: knot_work_size(P).
+// Hux (nu x nx, a residual's cross term), as CostTerm::accumulate. u_k, gu, Huu, Hux are unused at
+// k = N; any block may be null. work: knot_work_size(P).
 template <class T>
 KNOT_HD T knot_cost(const BatchProblem& P, const unsigned char* arena, const double* slice, int k, const T* x_k,
                     const T* u_k, T* gx, T* gu, T* Hxx, T* Huu, T* Hux, T* work) {
-  (void)Hux;
   const CostRecord* rec = arena_at<CostRecord>(arena, P.costs);
   const int nx = P.nx;
   T* ref = work;
@@ -704,12 +852,16 @@ KNOT_HD T knot_cost(const BatchProblem& P, const unsigned char* arena, const dou
   T cost = T(0.0);
   for (int t = 0; t < P.n_costs; ++t) {
     const CostRecord& c = rec[t];
-    const bool uses_u = c.kind == CostKind::Control;
+    const bool uses_u = c.kind == CostKind::Control || c.uses_control;
     if (!stage_applies(c.stages, k, P.N) || (uses_u && k >= P.N)) continue;
     const double* w = arena_at<double>(arena, c.weight);
+    const T s = c.scale_by_dt ? T(P.dt) : T(1.0);
+    if (c.kind == CostKind::Residual) {
+      cost += detail::residual_cost(P, arena, c, w, s, x_k, u_k, gx, gu, Hxx, Huu, Hux, work);
+      continue;
+    }
     const int row = k < c.ref_rows - 1 ? k : c.ref_rows - 1;
     detail::load(slice + c.ref + std::size_t(row) * c.dim, c.dim, ref);
-    const T s = c.scale_by_dt ? T(P.dt) : T(1.0);
     switch (c.kind) {
       case CostKind::State:
         if (gx != nullptr) detail::add_gradient(c.form, c.dim, w, x_k, ref, s, gx);
@@ -721,6 +873,8 @@ KNOT_HD T knot_cost(const BatchProblem& P, const unsigned char* arena, const dou
         if (Huu != nullptr) detail::add_to(c.form, c.dim, w, s, Huu);
         cost += s * detail::half_quadratic(c.form, c.dim, w, u_k, ref);
         break;
+      case CostKind::Residual:
+        break;  // above
       case CostKind::EndEffector: {
         // Manipulator::frame_position, then EndEffectorCost::accumulate.
         const robot::RobotData& r = *arena_at<robot::RobotData>(arena, P.model_params);
@@ -760,10 +914,11 @@ KNOT_HD T knot_cost(const BatchProblem& P, const unsigned char* arena, const dou
 // problem order, box rows per entry `v - hi` (finite hi) then `lo - v` (finite lo). g receives the
 // knot's rows (row offset[k] onwards of the kind's values) and jac, when not null, their Jacobian
 // rows [dg/dx, dg/du], row-major of width nx + nu (zeros where a term does not depend on a variable,
-// and in the u columns at k = N). Returns the number of rows written.
+// and in the u columns at k = N). Returns the number of rows written. work: knot_work_size(P) (the
+// expression constraints').
 template <class T>
 KNOT_HD int knot_rows(const BatchProblem& P, const unsigned char* arena, const double* slice, ConstraintSet kind,
-                      int k, const T* x_k, const T* u_k, T* g, T* jac) {
+                      int k, const T* x_k, const T* u_k, T* g, T* jac, T* work) {
   const bool ineq = kind == ConstraintSet::Inequality;
   const RowRecord* rec = arena_at<RowRecord>(arena, ineq ? P.ineq_terms : P.eq_terms);
   const int terms = ineq ? P.n_ineq_terms : P.n_eq_terms;
@@ -777,6 +932,12 @@ KNOT_HD int knot_rows(const BatchProblem& P, const unsigned char* arena, const d
     const double* hi = slice + c.upper;
     if (jac != nullptr)
       for (std::size_t e = std::size_t(row) * nw; e < std::size_t(row + c.rows) * nw; ++e) jac[e] = T(0.0);
+    if (c.kind == RowKind::Expression) {
+      detail::expression_rows(P, arena, c, x_k, u_k, g + row, jac != nullptr ? jac + std::size_t(row) * nw : nullptr,
+                              work);
+      row += c.rows;
+      continue;
+    }
     const T* v = c.kind == RowKind::ControlBox ? u_k : x_k;
     const int col0 = c.kind == RowKind::ControlBox ? nx : 0;
     int r = row;

@@ -442,8 +442,9 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
       }
       a.knot_cost[k] = knot_cost(P, arena, slice, k, xk, uk, (T*)nullptr, (T*)nullptr, (T*)nullptr, (T*)nullptr,
                                  (T*)nullptr, my_work + nx);
-      knot_rows(P, arena, slice, ConstraintSet::Inequality, k, xk, uk, a.ineq_trial + ioff[k], (T*)nullptr);
-      knot_rows(P, arena, slice, ConstraintSet::Equality, k, xk, uk, a.eq_trial + eoff[k], (T*)nullptr);
+      knot_rows(P, arena, slice, ConstraintSet::Inequality, k, xk, uk, a.ineq_trial + ioff[k], (T*)nullptr,
+                my_work + nx);
+      knot_rows(P, arena, slice, ConstraintSet::Equality, k, xk, uk, a.eq_trial + eoff[k], (T*)nullptr, my_work + nx);
       a.partial[k] = part;
     }
     g.sync();
