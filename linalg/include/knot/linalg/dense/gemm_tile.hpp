@@ -96,16 +96,19 @@ inline void tile_accumulate(Tile4 (&acc)[(Rows + 3) / 4][NC], int p0, int p1, co
   auto step = [&](int p, int cmax) __attribute__((always_inline)) {
     Tile4 a[NV];
     KNOT_UNROLL for (int v = 0; v < NV; ++v) {
+      Tile4 t;
       if (v + 1 < NV) {
-        tile_load<4>(a[v], A + 4 * v + p * lda);
+        tile_load<4>(t, A + 4 * v + p * lda);
       } else {
-        tile_load<Tail>(a[v], A + 4 * v + p * lda);
+        tile_load<Tail>(t, A + 4 * v + p * lda);
       }
 #if defined(__AVX__)
       // Pins the vector in a register: GCC would otherwise fold the load into each of the NC FMAs
-      // that use it, and the loads, not the FMAs, would bound the loop.
-      __asm__("" : "+v"(a[v]));
+      // that use it, and the loads, not the FMAs, would bound the loop. (On a local, not on the array
+      // element: an asm operand in the array kept the array on the stack, a store and a reload a step.)
+      __asm__("" : "+v"(t));
 #endif
+      a[v] = t;
     }
     KNOT_UNROLL for (int c = 0; c < NC; ++c) {
       if (c <= cmax) {
