@@ -546,25 +546,13 @@ TEST(DeviceLinearize, ExpressionModelNegativeControls) {
 // Expression terms (a residual cost's and an expression constraint's tapes in the arena): a residual
 // that mixes states and the control under a dense weight (so S, the cross term, is not zero), a
 // state-only residual at the terminal knot, an inequality on x and u with one side unbounded, and a
-// terminal equality; on the expression cart-pole and on the built-in one.
-const std::vector<std::string> kTermOverrides = {
-    "costs=[{name: state, type: state, weights: [2000, 2000, 0.02, 0.02], stage: running, scale_by_dt: true}, "
-    "{name: force, type: control, weights: [0.02], stage: running, scale_by_dt: true}, "
-    "{name: terminal, type: state, weights: [2000, 2000, 0.02, 0.02], stage: terminal}, "
-    "{name: mix, type: residual, residual: [sin(theta) * F, v - 0.5 * F, omega * p], "
-    "weights: [[1, 0.2, 0], [0.2, 2, 0.1], [0, 0.1, 0.5]], stage: running, scale_by_dt: true}, "
-    "{name: tip, type: residual, residual: [p - 0.8 * sin(theta), 0.8 * cos(theta) - 0.8], weights: [10, 5], "
-    "stage: terminal}]",
-    "constraints=[{name: force_limit, type: control_box, lower: [-80], upper: [80]}, "
-    "{name: lean, type: expression, expression: [F * cos(theta), p^2 + v], lower: [-78, -.inf], upper: [78, 9]}, "
-    "{name: upright, type: expression, expression: [sin(theta), omega * cos(theta)], lower: [0, 0], upper: [0, 0], "
-    "stage: terminal}]"};
-
+// terminal equality (expression_term_overrides), on the expression cart-pole and on the built-in
+// one, and planar_quadrotor's residual and obstacle.
 std::vector<std::pair<std::string, problems::Problem>> term_problems() {
   std::vector<std::pair<std::string, problems::Problem>> out;
   out.emplace_back("planar_quadrotor", load_config("planar_quadrotor"));
-  out.emplace_back("expression cartpole + terms", load_expression("cartpole_swingup", kTermOverrides));
-  out.emplace_back("cartpole + terms", load_config("cartpole_swingup", kTermOverrides));
+  out.emplace_back("expression cartpole + terms", load_expression("cartpole_swingup", expression_term_overrides()));
+  out.emplace_back("cartpole + terms", load_config("cartpole_swingup", expression_term_overrides()));
   return out;
 }
 
@@ -617,7 +605,7 @@ TEST(DeviceLinearize, ExpressionTermsGroupSizesAgreeBitwise) {
 // the costs beyond the tolerance above; a constraint row's bound moved moves that row's value by the
 // same amount and leaves the Jacobian rows alone.
 TEST(DeviceLinearize, ExpressionTermsNegativeControls) {
-  const problems::Problem p = load_expression("cartpole_swingup", kTermOverrides);
+  const problems::Problem p = load_expression("cartpole_swingup", expression_term_overrides());
   const BatchProblemData d = solver::device::compile_batch_problem(p);
   const auto& P = d.problem;
   std::mt19937_64 rng(13);

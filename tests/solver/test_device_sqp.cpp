@@ -208,25 +208,12 @@ TEST(DeviceSqp, ExpressionModelEveryGroupSizeGivesBitwiseTheSameSolve) {
 // weight, one terminal) and expression constraints (an inequality on x and u, a terminal equality),
 // on the expression cart-pole and on the built-in one. Solver's status, iterations and cost, and
 // bitwise the same solve on every group size.
-const std::vector<std::string> kTermOverrides = {
-    "costs=[{name: state, type: state, weights: [2000, 2000, 0.02, 0.02], stage: running, scale_by_dt: true}, "
-    "{name: force, type: control, weights: [0.02], stage: running, scale_by_dt: true}, "
-    "{name: terminal, type: state, weights: [2000, 2000, 0.02, 0.02], stage: terminal}, "
-    "{name: mix, type: residual, residual: [sin(theta) * F, v - 0.5 * F, omega * p], "
-    "weights: [[1, 0.2, 0], [0.2, 2, 0.1], [0, 0.1, 0.5]], stage: running, scale_by_dt: true}, "
-    "{name: tip, type: residual, residual: [p - 0.8 * sin(theta), 0.8 * cos(theta) - 0.8], weights: [10, 5], "
-    "stage: terminal}]",
-    "constraints=[{name: force_limit, type: control_box, lower: [-80], upper: [80]}, "
-    "{name: lean, type: expression, expression: [F * cos(theta), p^2 + v], lower: [-78, -.inf], upper: [78, 9]}, "
-    "{name: upright, type: expression, expression: [sin(theta), omega * cos(theta)], lower: [0, 0], upper: [0, 0], "
-    "stage: terminal}]"};
-
 TEST(DeviceSqp, AgreesWithSolverWithExpressionTerms) {
   const std::filesystem::path expr = std::filesystem::path(KNOT_TEST_DATA_DIR) / "expression" / "cartpole_swingup.yaml";
   int solved = 0;
   for (int built_in = 0; built_in < 2; ++built_in) {
-    problems::Problem p =
-        built_in ? load_config("cartpole_swingup", kTermOverrides) : problems::load_problem(expr, kTermOverrides);
+    const std::vector<std::string> terms = expression_term_overrides();
+    problems::Problem p = built_in ? load_config("cartpole_swingup", terms) : problems::load_problem(expr, terms);
     const char* name = built_in ? "cartpole + terms" : "expression cartpole + terms";
     const SolverOptions o = device_fit(p);
     ASSERT_EQ(solver::device::device_sqp_unsupported(p, o), "") << name;

@@ -62,6 +62,24 @@ inline problems::Problem load_config(const std::string& name, const std::vector<
   return problems::load_problem(std::filesystem::path(KNOT_CONFIGS_DIR) / (name + ".yaml"), overrides);
 }
 
+// Expression terms beside the cart-pole swing-up's own (the device path's tests, on the expression
+// cart-pole and the built-in one): a residual mixing states and the control under a dense weight, a
+// terminal residual, an inequality on x and u with one side unbounded, a terminal equality.
+inline std::vector<std::string> expression_term_overrides() {
+  return {
+      "costs=[{name: state, type: state, weights: [2000, 2000, 0.02, 0.02], stage: running, scale_by_dt: true}, "
+      "{name: force, type: control, weights: [0.02], stage: running, scale_by_dt: true}, "
+      "{name: terminal, type: state, weights: [2000, 2000, 0.02, 0.02], stage: terminal}, "
+      "{name: mix, type: residual, residual: [sin(theta) * F, v - 0.5 * F, omega * p], "
+      "weights: [[1, 0.2, 0], [0.2, 2, 0.1], [0, 0.1, 0.5]], stage: running, scale_by_dt: true}, "
+      "{name: tip, type: residual, residual: [p - 0.8 * sin(theta), 0.8 * cos(theta) - 0.8], weights: [10, 5], "
+      "stage: terminal}]",
+      "constraints=[{name: force_limit, type: control_box, lower: [-80], upper: [80]}, "
+      "{name: lean, type: expression, expression: [F * cos(theta), p^2 + v], lower: [-78, -.inf], upper: [78, 9]}, "
+      "{name: upright, type: expression, expression: [sin(theta), omega * cos(theta)], lower: [0, 0], upper: [0, 0], "
+      "stage: terminal}]"};
+}
+
 inline std::vector<std::string> config_names() {
   std::vector<std::string> names;
   for (const auto& e : std::filesystem::directory_iterator(KNOT_CONFIGS_DIR))
