@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -53,6 +55,37 @@ std::string disagreement(const solver::Solution& want, const solver::Solution& g
     if (!(max_abs_diff(want.u, got.u) <= 1e-6 * std::max(1.0, max_abs(want.u)))) out += "u differs; ";
   }
   return out;
+}
+
+// The iterations of the two solves side by side: the same measures and step length (to 1e-6 relative)
+// at every iteration. One exception: the step may differ at an iterate that agrees in its measures,
+// is stationary to the acceptable level and feasible to the rounding of its defects (1000 eps
+// max(1, |x|)) on both sides. There
+// the filter weighs the multipliers times defects of rounding size, so two orders of summation may
+// take different steps (found under the sanitizer build: 47 iterations against 48); from there only
+// the final solution is compared. Empty when the paths agree; otherwise the first iteration that
+// differs.
+std::string path_divergence(const Solver& s, const DeviceSqp& d) {
+  const std::span<const solver::IterationStats> want(s.stats().per_iteration.data(),
+                                                      static_cast<std::size_t>(s.stats().rows));
+  const std::span<const solver::IterationStats> got = d.rows();
+  const double rounding = 1e3 * std::numeric_limits<double>::epsilon() * std::max(1.0, max_abs(s.solution().x));
+  const double acceptable = solver::SolverOptions{}.acceptable_tol;
+  const auto near = [&](double a, double b) { return std::abs(a - b) <= 1e-6 * std::max(std::abs(a), std::abs(b)) + rounding; };
+  for (std::size_t k = 0; k < std::min(want.size(), got.size()); ++k) {
+    const solver::IterationStats &w = want[k], &g = got[k];
+    const bool same_measures = near(w.stationarity, g.stationarity) && near(w.cost, g.cost) && near(w.feasibility, g.feasibility);
+    const bool same_step = near(w.step, g.step);
+    const bool settled = w.stationarity <= acceptable * w.dual_scale && w.feasibility <= rounding && g.feasibility <= rounding;
+    if (same_measures && !same_step && settled) return "";
+    if (!same_measures || !same_step)
+      return "iteration " + std::to_string(k) + ": step " + std::to_string(w.step) + " vs " + std::to_string(g.step) +
+             ", stationarity " + std::to_string(w.stationarity) + " vs " + std::to_string(g.stationarity) +
+             ", feasibility " + std::to_string(w.feasibility) + " vs " + std::to_string(g.feasibility);
+  }
+  if (want.size() != got.size())
+    return "rows " + std::to_string(want.size()) + " vs " + std::to_string(got.size()) + " with no rounding-level iterate";
+  return "";
 }
 
 TEST(DeviceSqp, AgreesWithSolverOnEveryConfigThatFits) {
@@ -222,10 +255,13 @@ TEST(DeviceSqp, AgreesWithSolverWithExpressionTerms) {
     DeviceSqp d(p, o, 7);
     d.solve();
     EXPECT_EQ(disagreement(s.solution(), d.solution()), "") << name;
-    EXPECT_EQ(s.solution().iterations, d.solution().iterations) << name;
+    // The terms are evaluated by the arena's tape, not by Solver's TermExpressions: the same
+    // arithmetic in another order, so the iteration counts may part once the defects are rounding.
+    EXPECT_EQ(path_divergence(s, d), "") << name;
     solved += solver::is_solved(d.solution().status);
-    std::printf("  %-28s %-18s %3d iterations  cost %.12g (Solver %.12g)\n", name,
-                solver::to_string(d.solution().status), d.solution().iterations, d.solution().cost, s.solution().cost);
+    std::printf("  %-28s %-18s %3d iterations  cost %.12g (Solver %.12g, %d)\n", name,
+                solver::to_string(d.solution().status), d.solution().iterations, d.solution().cost, s.solution().cost,
+                s.solution().iterations);
     if (kUnderSanitizer) continue;
     const Snapshot serial = snapshot(d);
     for (int threads : {1, 2, 3, 7}) {
@@ -252,6 +288,7 @@ TEST(DeviceSqp, ComparisonCatchesAnExpressionWithAnotherParameter) {
   d.solve();
   ASSERT_TRUE(solver::is_solved(d.solution().status));
   EXPECT_NE(disagreement(s.solution(), d.solution()), "");
+  EXPECT_NE(path_divergence(s, d), "");
 }
 
 TEST(DeviceSqp, NonFiniteInitialStateIsANumericalError) {
