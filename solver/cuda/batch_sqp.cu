@@ -72,7 +72,7 @@ struct CudaBatch::Impl {
   template <class T>
   Status allocate_and_capture() {
     const device::BatchProblem& P = data.problem;
-    array_stride = device::SqpArrays<T>::size(P, options.max_iter, threads);
+    array_stride = device::SqpArrays<T>::size(P, options.max_iter, threads, options.trials);
     const std::size_t B = static_cast<std::size_t>(batch), rows_per = static_cast<std::size_t>(options.max_iter) + 1;
     const auto dmalloc = [&](auto** ptr, std::size_t n, const char* what) -> Status {
       KNOT_BATCH_TRY(cudaMalloc(reinterpret_cast<void**>(ptr), n), what);
@@ -145,6 +145,8 @@ Status CudaBatch::create(const device::BatchProblemData& data, const device::Dev
   Impl& m = *b->impl_;
   m.data = data;
   m.options = options;
+  // The block's members beyond one per knot evaluate line-search backtracks (the same solve).
+  m.options.trials = device::resolve_trials(options.trials, threads, data.problem.N);
   m.batch = batch;
   m.threads = threads;
   m.single = single;

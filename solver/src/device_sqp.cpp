@@ -139,12 +139,14 @@ const problems::Problem& fits(const problems::Problem& p, const SolverOptions& o
 
 }  // namespace
 
-DeviceSqp::DeviceSqp(const problems::Problem& problem, const SolverOptions& options, int max_group)
+DeviceSqp::DeviceSqp(const problems::Problem& problem, const SolverOptions& options, int max_group, int trials)
     : data_(compile_batch_problem(fits(problem, options))), options_(device_options(options)),
       max_group_(std::max(1, max_group)) {
   const BatchProblem& P = data_.problem;
+  trials_ = resolve_trials(trials, max_group_, P.N);
+  options_.trials = trials_;
   slice_ = data_.slice;
-  arrays_.assign(SqpArrays<double>::size(P, options_.max_iter, max_group_), 0.0);
+  arrays_.assign(SqpArrays<double>::size(P, options_.max_iter, max_group_, trials_), 0.0);
   rows_.assign(static_cast<std::size_t>(options_.max_iter) + 1, IterationStats{});
   solution_.nx = P.nx;
   solution_.nu = P.nu;
@@ -175,7 +177,7 @@ void DeviceSqp::set_initial_guess(std::span<const double> x, std::span<const dou
     throw std::invalid_argument("DeviceSqp::set_initial_guess: expected " + std::to_string(nxs) + " and " +
                                 std::to_string(nus) + " values, found " + std::to_string(x.size()) + " and " +
                                 std::to_string(u.size()));
-  const SqpArrays<double> a = SqpArrays<double>::carve(P, options_.max_iter, arrays_.data());
+  const SqpArrays<double> a = SqpArrays<double>::carve(P, options_.max_iter, trials_, arrays_.data());
   std::copy(x.begin(), x.end(), a.x);
   std::copy(u.begin(), u.end(), a.u);
 }
@@ -188,7 +190,7 @@ Status DeviceSqp::solve() {
 
 void DeviceSqp::publish() {
   const BatchProblem& P = data_.problem;
-  const SqpArrays<double> a = SqpArrays<double>::carve(P, options_.max_iter, arrays_.data());
+  const SqpArrays<double> a = SqpArrays<double>::carve(P, options_.max_iter, trials_, arrays_.data());
   std::copy(a.x, a.x + solution_.x.size(), solution_.x.begin());
   std::copy(a.u, a.u + solution_.u.size(), solution_.u.begin());
   std::copy(a.lambda, a.lambda + solution_.lambda.size(), solution_.lambda.begin());

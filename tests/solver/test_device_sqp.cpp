@@ -182,6 +182,56 @@ TEST(DeviceSqp, EveryGroupSizeGivesBitwiseTheSameSolve) {
   }
 }
 
+// Several trial points of the line search evaluated at once (DeviceOptions::trials) are judged in
+// the order one at a time would: bitwise the same solve and the same backtracks, for the filter and
+// the merit search, on a serial group and on threaded ones. The configs are those that backtrack
+// (asserted: without backtracks the extra points would never be looked at).
+TEST(DeviceSqp, TrialPointsAtOnceGiveBitwiseTheSameSolve) {
+  const auto backtracks = [](const DeviceSqp& d) {
+    int n = 0;
+    for (const solver::IterationStats& r : d.rows()) n += r.backtracks;
+    return n;
+  };
+  using G = solver::Globalization;
+  const std::pair<const char*, G> cases[] = {{"bryson_denham", G::Filter},    {"planar_quadrotor", G::Filter},
+                                             {"bryson_denham", G::Merit},     {"pendulum_swingup", G::Merit},
+                                             {"cartpole_swingup", G::Merit}};
+  for (const auto& [name, glob] : cases) {
+    problems::Problem p = load_config(name);
+    SolverOptions o = device_fit(p);
+    o.globalization = glob;
+    const std::string label = std::string(name) + (glob == G::Merit ? " merit" : " filter");
+    DeviceSqp one(p, o, 1, 1);
+    ASSERT_EQ(one.trials(), 1);
+    one.solve();
+    const Snapshot want = snapshot(one);
+    const int want_backtracks = backtracks(one);
+    EXPECT_GT(want_backtracks, 0) << label;
+    // (trials, threads): 0 threads is the serial group
+    for (const auto [trials, threads] : {std::pair{2, 0}, {3, 0}, {8, 0}, {3, 2}, {8, 3}}) {
+      DeviceSqp d(p, o, 7, trials);
+      ASSERT_EQ(d.trials(), trials);
+      if (threads == 0)
+        d.solve();
+      else
+        linalg::run_threaded(threads, [&](linalg::ThreadedGroup& g) { d.solve_on(g); });
+      const std::string what = label + ", " + std::to_string(trials) + " trials on " + std::to_string(threads) + " threads";
+      EXPECT_TRUE(snapshot(d) == want) << what;
+      EXPECT_EQ(backtracks(d), want_backtracks) << what;
+    }
+  }
+}
+
+TEST(DeviceSqp, TrialsResolveToTheGroupsSpareMembers) {
+  using solver::device::resolve_trials;
+  EXPECT_EQ(resolve_trials(0, 1, 20), 1);     // a serial group
+  EXPECT_EQ(resolve_trials(0, 7, 20), 1);     // fewer members than knots
+  EXPECT_EQ(resolve_trials(0, 128, 32), 3);   // a block of 128 over 33 knots
+  EXPECT_EQ(resolve_trials(0, 256, 16), 8);   // capped at kMaxTrials
+  EXPECT_EQ(resolve_trials(5, 1, 20), 5);     // asked for: as given
+  EXPECT_EQ(resolve_trials(100, 1, 20), solver::device::kMaxTrials);
+}
+
 // The built-in systems written as expression models (tests/data/expression/).
 problems::Problem load_expression(const std::string& name) {
   return problems::load_problem(std::filesystem::path(KNOT_TEST_DATA_DIR) / "expression" / (name + ".yaml"));

@@ -39,7 +39,9 @@ class DeviceSqp {
   // Throws problems::ProblemError when device_sqp_unsupported says why not (key solver or the
   // term's), std::invalid_argument for invalid options.
   // max_group: the largest group solve_on will be called with (each member has its own scratch).
-  DeviceSqp(const problems::Problem& problem, const SolverOptions& options, int max_group = 1);
+  // trials: line-search trial points evaluated at once (DeviceOptions::trials; 0 resolves for
+  // max_group); any value gives the same solve.
+  DeviceSqp(const problems::Problem& problem, const SolverOptions& options, int max_group = 1, int trials = 0);
 
   // Initial state of the next solves (nx values); a non-finite entry makes them NumericalError.
   void set_initial_state(std::span<const double> x0);
@@ -55,12 +57,13 @@ class DeviceSqp {
   template <class G>
   void solve_on(G& g) {
     if (g.size() > max_group_) throw std::invalid_argument("DeviceSqp::solve_on: group larger than max_group");
-    const SqpArrays<double> a = SqpArrays<double>::carve(data_.problem, options_.max_iter, arrays_.data());
+    const SqpArrays<double> a = SqpArrays<double>::carve(data_.problem, options_.max_iter, trials_, arrays_.data());
     sqp_solve(g, data_.problem, data_.arena.data(), slice_.data(), options_, a, &result_, rows_.data());
     if (g.rank() == 0) publish();
     g.sync();
   }
   int max_group() const { return max_group_; }
+  int trials() const { return trials_; }  // resolved
 
   const Solution& solution() const { return solution_; }
   const DeviceResult& result() const { return result_; }
@@ -75,6 +78,7 @@ class DeviceSqp {
   BatchProblemData data_;
   DeviceOptions options_;
   int max_group_ = 1;
+  int trials_ = 1;
   std::vector<double> slice_;
   std::vector<double> arrays_;
   std::vector<IterationStats> rows_;

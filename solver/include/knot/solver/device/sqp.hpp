@@ -49,7 +49,19 @@ struct DeviceOptions {
   double equality_reg = 1e-8;
   int globalization = 1;  // 0 merit, 1 filter, 2 none (Globalization's order)
   double armijo = 1e-4, backtrack = 0.5, min_step = 1e-10, penalty_margin = 1e-3, penalty_max = 1e12;
+  // Trial points of the line search evaluated at once (alpha, alpha b, ..., alpha b^(trials-1)), then
+  // judged in that order: the members a group has beyond one per knot evaluate the backtracks the
+  // search may need, at no change to the result. 0: auto_trials (the group's spare members).
+  int trials = 0;
 };
+
+inline constexpr int kMaxTrials = 8;
+
+// trials = 0 resolved for a group of group_size members: one trial per N+1 members, 1 to kMaxTrials.
+KNOT_HD int resolve_trials(int trials, int group_size, int N) {
+  if (trials <= 0) trials = group_size / (N + 1);
+  return trials < 1 ? 1 : trials > kMaxTrials ? kMaxTrials : trials;
+}
 
 // Why a solve ended, as numbers: the host formats Solver's message from them (batch_device.cpp).
 enum class DeviceDetail : int {
@@ -96,32 +108,35 @@ KNOT_HD std::size_t member_work_size(const BatchProblem& P) {
 template <class T>
 struct SqpArrays {
   int nx = 0, nu = 0, N = 0, m_ineq = 0, m_eq = 0, max_iter = 0;
+  int trials = 1;  // resolved (1..kMaxTrials): the trial arrays hold that many points
   // Iterate (Solution's layout)
   T *x, *u, *lambda, *z, *s, *y;
   // Linearization at the iterate
   LqView<T> lq;
   T *grad_x, *grad_u;
   T *ineq_value, *ineq_jac, *eq_value, *eq_jac;
-  T* knot_cost;  // N+1: linearize's per-knot costs; reused as per-knot partial sums
+  T* knot_cost;  // N+1: linearize's per-knot costs
   // Step
   StepView<T> step;
   T *ds, *dz, *dy, *ineq_jdw, *eq_jdw;
-  // Line search
+  // Line search: `trials` points, point j's arrays at j times their size
   T *x_trial, *u_trial, *s_trial, *ineq_trial, *eq_trial;
-  T* partial;  // N+1 per-knot partials (infeasibility, costs, stationarity)
+  T* partial;     // trials (N+1) per-knot partials (infeasibility, stationarity)
+  T* trial_cost;  // trials (N+1) per-knot costs of the trial points
   T* probe_save;  // Q, R, S, q, r during the central start's probe
   T* filter;      // 2 (max_iter + 1)
   T* lq_scratch;  // riccati_scratch_size
   T* work;        // group size times member_work_size: member r's part at r * member_work_size
 
-  KNOT_HD static std::size_t size(const BatchProblem& P, int max_iter, int group_size) {
-    const std::size_t nx = P.nx, nu = P.nu, N = P.N, mi = P.n_ineq, me = P.n_eq, nw = nx + nu;
+  // trials: resolved (resolve_trials).
+  KNOT_HD static std::size_t size(const BatchProblem& P, int max_iter, int group_size, int trials) {
+    const std::size_t nx = P.nx, nu = P.nu, N = P.N, mi = P.n_ineq, me = P.n_eq, nw = nx + nu, W = trials;
     std::size_t n = 0;
     n += (N + 1) * nx * 2 + N * nu + mi * 2 + me;                    // x, u, lambda, z, s, y
     n += LqView<T>::size(P.nx, P.nu, P.N) + (N + 1) * nx + N * nu;   // lq, grad
     n += mi * (1 + nw) + me * (1 + nw) + (N + 1);                    // rows, knot_cost
     n += StepView<T>::size(P.nx, P.nu, P.N) + mi * 2 + me + mi + me;  // step, ds dz dy, jdw
-    n += (N + 1) * nx + N * nu + mi + mi + me + (N + 1);             // trials, partial
+    n += W * ((N + 1) * nx + N * nu + mi + mi + me + 2 * (N + 1));   // trials, partial, trial_cost
     n += (N + 1) * nx * nx + N * nu * nu + N * nu * nx + (N + 1) * nx + N * nu;  // probe_save
     n += 2 * (std::size_t(max_iter) + 1);
     n += riccati_scratch_size<T>(P.nx, P.nu, P.N);
@@ -129,15 +144,16 @@ struct SqpArrays {
     return n;
   }
 
-  KNOT_HD static SqpArrays carve(const BatchProblem& P, int max_iter, T* base) {
+  KNOT_HD static SqpArrays carve(const BatchProblem& P, int max_iter, int trials, T* base) {
     SqpArrays a;
+    a.trials = trials;
     a.nx = P.nx;
     a.nu = P.nu;
     a.N = P.N;
     a.m_ineq = P.n_ineq;
     a.m_eq = P.n_eq;
     a.max_iter = max_iter;
-    const std::size_t nx = P.nx, nu = P.nu, N = P.N, mi = a.m_ineq, me = a.m_eq, nw = nx + nu;
+    const std::size_t nx = P.nx, nu = P.nu, N = P.N, mi = a.m_ineq, me = a.m_eq, nw = nx + nu, W = trials;
     T* p = base;
     const auto take = [&p](std::size_t n) {
       T* r = p;
@@ -164,12 +180,13 @@ struct SqpArrays {
     a.dy = take(me);
     a.ineq_jdw = take(mi);
     a.eq_jdw = take(me);
-    a.x_trial = take((N + 1) * nx);
-    a.u_trial = take(N * nu);
-    a.s_trial = take(mi);
-    a.ineq_trial = take(mi);
-    a.eq_trial = take(me);
-    a.partial = take(N + 1);
+    a.x_trial = take(W * (N + 1) * nx);
+    a.u_trial = take(W * N * nu);
+    a.s_trial = take(W * mi);
+    a.ineq_trial = take(W * mi);
+    a.eq_trial = take(W * me);
+    a.partial = take(W * (N + 1));
+    a.trial_cost = take(W * (N + 1));
     a.probe_save = take((N + 1) * nx * nx + N * nu * nu + N * nu * nx + (N + 1) * nx + N * nu);
     a.filter = take(2 * (std::size_t(max_iter) + 1));
     a.lq_scratch = take(riccati_scratch_size<T>(P.nx, P.nu, P.N));
@@ -427,12 +444,15 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
     g.sync();  // every member has read z, s, ds, dz before any writes them
   };
 
-  // Merit pieces at (xt, ut, st): per-knot partial infeasibility, then every member sums. finite
-  // false when a step failed or a value is not finite.
-  const auto merit_parts = [&](const T* xt, const T* ut, const T* st, T& m_cost, T& m_barrier, T& m_infeas) -> bool {
-    for (int k = rank; k <= N; k += gs) {
-      const T* xk = xt + std::size_t(k) * nx;
-      const T* uk = k < N ? ut + std::size_t(k) * nu : nullptr;
+  // Merit pieces of `count` points (point j's arrays at xt + j nxs, ut + j nus, st + j mi): per-knot
+  // partials, one member per (point, knot), then every member sums each point in knot order, as for
+  // one point alone. fin[j] false when a step failed or a value is not finite.
+  const auto merit_points = [&](int count, const T* xt, const T* ut, const T* st, T* m_cost, T* m_barrier,
+                                T* m_infeas, bool* fin) {
+    for (int t = rank; t < count * (N + 1); t += gs) {
+      const int j = t / (N + 1), k = t - j * (N + 1);
+      const T* xk = xt + std::size_t(j) * nxs + std::size_t(k) * nx;
+      const T* uk = k < N ? ut + std::size_t(j) * nus + std::size_t(k) * nu : nullptr;
       T part = T(0);
       if (k < N) {
         T* xn = my_work;  // nx scalars at the front of the member's work, then the model's scratch
@@ -440,35 +460,70 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
         else
           for (int i = 0; i < nx; ++i) part += abs_(xn[i] - xk[nx + i]);
       }
-      a.knot_cost[k] = knot_cost(P, arena, slice, k, xk, uk, (T*)nullptr, (T*)nullptr, (T*)nullptr, (T*)nullptr,
-                                 (T*)nullptr, my_work + nx);
-      knot_rows(P, arena, slice, ConstraintSet::Inequality, k, xk, uk, a.ineq_trial + ioff[k], (T*)nullptr,
-                my_work + nx);
-      knot_rows(P, arena, slice, ConstraintSet::Equality, k, xk, uk, a.eq_trial + eoff[k], (T*)nullptr, my_work + nx);
-      a.partial[k] = part;
+      a.trial_cost[t] = knot_cost(P, arena, slice, k, xk, uk, (T*)nullptr, (T*)nullptr, (T*)nullptr, (T*)nullptr,
+                                  (T*)nullptr, my_work + nx);
+      knot_rows(P, arena, slice, ConstraintSet::Inequality, k, xk, uk, a.ineq_trial + std::size_t(j) * mi + ioff[k],
+                (T*)nullptr, my_work + nx);
+      knot_rows(P, arena, slice, ConstraintSet::Equality, k, xk, uk, a.eq_trial + std::size_t(j) * me + eoff[k],
+                (T*)nullptr, my_work + nx);
+      a.partial[t] = part;
     }
     g.sync();
-    m_cost = obj_scale * detail::seq_sum(N + 1, a.knot_cost);
-    m_infeas = T(0);
-    for (int i = 0; i < nx; ++i) m_infeas += abs_(T(x0[i]) - xt[i]);
-    m_infeas += detail::seq_sum(N + 1, a.partial);
-    m_infeas += detail::l1(me, a.eq_trial);
-    m_barrier = T(0);
     using std::log;
-    for (int i = 0; i < mi; ++i) {
-      m_infeas += abs_(a.ineq_trial[i] + st[i]);
-      m_barrier -= mu * log(st[i]);
+    for (int j = 0; j < count; ++j) {
+      const T* xj = xt + std::size_t(j) * nxs;
+      const T* sj = st + std::size_t(j) * mi;
+      const T* gj = a.ineq_trial + std::size_t(j) * mi;
+      m_cost[j] = obj_scale * detail::seq_sum(N + 1, a.trial_cost + std::size_t(j) * (N + 1));
+      T inf = T(0);
+      for (int i = 0; i < nx; ++i) inf += abs_(T(x0[i]) - xj[i]);
+      inf += detail::seq_sum(N + 1, a.partial + std::size_t(j) * (N + 1));
+      inf += detail::l1(me, a.eq_trial + std::size_t(j) * me);
+      T bar = T(0);
+      for (int i = 0; i < mi; ++i) {
+        inf += abs_(gj[i] + sj[i]);
+        bar -= mu * log(sj[i]);
+      }
+      m_infeas[j] = inf;
+      m_barrier[j] = bar;
+      fin[j] = m_cost[j] - m_cost[j] == T(0) && inf - inf == T(0) && bar - bar == T(0);
     }
     g.sync();  // the trial arrays are read above; the next writer must wait
-    return m_cost - m_cost == T(0) && m_infeas - m_infeas == T(0) && m_barrier - m_barrier == T(0);
   };
 
-  const auto trial_point = [&](T alpha, T& m_cost, T& m_barrier, T& m_infeas) -> bool {
-    for (int i = rank; i < nxs; i += gs) a.x_trial[i] = a.x[i] + alpha * a.step.x[i];
-    for (int i = rank; i < nus; i += gs) a.u_trial[i] = a.u[i] + alpha * a.step.u[i];
-    for (int i = rank; i < mi; i += gs) a.s_trial[i] = a.s[i] + alpha * a.ds[i];
-    g.sync();
-    return merit_parts(a.x_trial, a.u_trial, a.s_trial, m_cost, m_barrier, m_infeas);
+  // The backtracking shared by both searches: the points alpha, alpha b, alpha b^2, ... while alpha >=
+  // alpha_floor, a.trials of them evaluated at once, judged one by one in that order by
+  // judge(alpha, cost, barrier, infeasibility, finite) (true accepts; it sets it.step). Each rejected
+  // point counts a backtrack, as one point at a time would; the accepted point is the same.
+  const auto backtrack = [&](T alpha, T alpha_floor, IterationStats& it, auto&& judge) -> bool {
+    T al[kMaxTrials], tc[kMaxTrials], tb[kMaxTrials], ti[kMaxTrials];
+    bool fin[kMaxTrials];
+    while (alpha >= alpha_floor) {
+      int count = 0;
+      while (count < a.trials && alpha >= alpha_floor) {
+        al[count++] = alpha;
+        alpha *= T(o.backtrack);
+      }
+      for (int t = rank; t < count * nxs; t += gs) {
+        const int j = t / nxs, i = t - j * nxs;
+        a.x_trial[t] = a.x[i] + al[j] * a.step.x[i];
+      }
+      for (int t = rank; t < count * nus; t += gs) {
+        const int j = t / nus, i = t - j * nus;
+        a.u_trial[t] = a.u[i] + al[j] * a.step.u[i];
+      }
+      for (int t = rank; t < count * mi; t += gs) {
+        const int j = t / mi, i = t - j * mi;
+        a.s_trial[t] = a.s[i] + al[j] * a.ds[i];
+      }
+      g.sync();
+      merit_points(count, a.x_trial, a.u_trial, a.s_trial, tc, tb, ti, fin);
+      for (int j = 0; j < count; ++j) {
+        if (judge(al[j], tc[j], tb[j], ti[j], fin[j])) return true;
+        ++it.backtracks;
+      }
+    }
+    return false;
   };
 
   // The iterate's infeasibility from the linearization (x_init, defects, rows, g + s).
@@ -495,7 +550,9 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
     g.sync();
     if (!rolled) return false;
     T t_cost, t_barrier, t_infeas;
-    if (!merit_parts(a.x_trial, a.u_trial, a.s, t_cost, t_barrier, t_infeas)) return false;
+    bool t_fin;
+    merit_points(1, a.x_trial, a.u_trial, a.s, &t_cost, &t_barrier, &t_infeas, &t_fin);
+    if (!t_fin) return false;
     t_barrier = T(0);
     using std::log;
     for (int i = 0; i < mi; ++i) {
@@ -797,18 +854,12 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
             if (abs_(D) <= T(10) * eps * (T(1) + abs_(phi0))) {
               accepted = true;
             } else {
-              T alpha = alpha_max;
-              while (alpha >= T(o.min_step)) {
-                T tc, tb, ti;
-                const bool fin = trial_point(alpha, tc, tb, ti);
-                if (fin && (tc + tb + penalty * ti) - phi0 <= T(o.armijo) * alpha * D + T(10) * eps * abs_(phi0)) {
-                  it.step = double(alpha);
-                  accepted = true;
-                  break;
-                }
-                alpha *= T(o.backtrack);
-                ++it.backtracks;
-              }
+              accepted = backtrack(alpha_max, T(o.min_step), it, [&](T alpha, T tc, T tb, T ti, bool fin) {
+                if (!(fin && (tc + tb + penalty * ti) - phi0 <= T(o.armijo) * alpha * D + T(10) * eps * abs_(phi0)))
+                  return false;
+                it.step = double(alpha);
+                return true;
+              });
               if (!accepted)
                 accepted = restored =
                     stalled(it, DeviceDetail::MeritStalledInfeasible, DeviceDetail::MeritNoDecrease, double(D));
@@ -828,39 +879,30 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
               accepted = true;
             } else {
               const bool small_theta = theta <= filter_theta_min;
-              T alpha = alpha_max;
-              while (alpha >= alpha_min) {
-                T tc, tb, ti;
-                const bool fin = trial_point(alpha, tc, tb, ti);
+              accepted = backtrack(alpha_max, alpha_min, it, [&](T alpha, T tc, T tb, T ti, bool fin) {
                 const T phi_t = tc + tb;
                 bool accept = fin && ti <= filter_theta_max;
                 for (int j = 0; accept && j < filter_size; ++j)
                   if (ti >= a.filter[2 * j] && phi_t > a.filter[2 * j + 1] + rounding) accept = false;
-                if (accept) {
-                  const bool switching = df < T(0) && alpha * T(pow(-df, s_phi)) > delta * T(pow(theta, s_theta));
-                  if (small_theta && switching) {
-                    if (phi_t - phi <= T(o.armijo) * alpha * df + rounding) {
-                      it.step = double(alpha);
-                      accepted = true;
-                      break;
+                if (!accept) return false;
+                const bool switching = df < T(0) && alpha * T(pow(-df, s_phi)) > delta * T(pow(theta, s_theta));
+                if (small_theta && switching) {
+                  if (!(phi_t - phi <= T(o.armijo) * alpha * df + rounding)) return false;
+                } else if (ti <= (T(1) - gamma_theta) * theta || phi_t - phi <= -gamma_phi * theta + rounding) {
+                  if (filter_size < o.max_iter + 1) {
+                    if (rank == 0) {
+                      a.filter[2 * filter_size] = (T(1) - gamma_theta) * theta;
+                      a.filter[2 * filter_size + 1] = phi - gamma_phi * theta;
                     }
-                  } else if (ti <= (T(1) - gamma_theta) * theta || phi_t - phi <= -gamma_phi * theta + rounding) {
-                    if (filter_size < o.max_iter + 1) {
-                      if (rank == 0) {
-                        a.filter[2 * filter_size] = (T(1) - gamma_theta) * theta;
-                        a.filter[2 * filter_size + 1] = phi - gamma_phi * theta;
-                      }
-                      ++filter_size;
-                    }
-                    g.sync();
-                    it.step = double(alpha);
-                    accepted = true;
-                    break;
+                    ++filter_size;
                   }
+                  g.sync();
+                } else {
+                  return false;
                 }
-                alpha *= T(o.backtrack);
-                ++it.backtracks;
-              }
+                it.step = double(alpha);
+                return true;
+              });
               if (!accepted)
                 accepted = restored = stalled(it, DeviceDetail::FilterStalledInfeasible, DeviceDetail::FilterRejected,
                                               double(alpha_min));
