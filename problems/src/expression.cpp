@@ -754,6 +754,7 @@ std::shared_ptr<const Model> make_expression_model(const ExpressionModelSpec& sp
   storage->info.control_names = s.controls;
   for (const ExprParam& p : s.params) storage->info.parameters.emplace_back(p.name, std::vector<double>{p.value});
   storage->info.symbols = s;
+  storage->info.rhs = spec.rhs;
   ExpressionDynamics m;
   m.tape = storage->compiled.tape();
   m.n_states = nx;
@@ -773,6 +774,37 @@ std::shared_ptr<const Model> make_expression_model(const ExpressionModelSpec& sp
 const ExprSymbols* expression_symbols(const Model& model) {
   const auto* m = dynamic_cast<const ModelAdapter<ExpressionDynamics>*>(&model);
   return m ? &m->model().info->symbols : nullptr;
+}
+
+std::shared_ptr<const Model> expression_with_parameters(const Model& model, const std::vector<std::string>& names,
+                                                        const std::vector<double>& values) {
+  const auto* a = dynamic_cast<const ModelAdapter<ExpressionDynamics>*>(&model);
+  if (!a) return nullptr;
+  const ExpressionDynamics& m = a->model();
+  ExpressionModelSpec spec;
+  spec.symbols = m.info->symbols;
+  spec.rhs = m.info->rhs;
+  spec.discrete = m.discrete;
+  spec.nq = m.n_positions;
+  if (m.planar[0] >= 0) spec.planar_position = std::array<int, 2>{m.planar[0], m.planar[1]};
+  const std::string path = (spec.symbols.key_path.empty() ? std::string("model") : spec.symbols.key_path) + ".params";
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    ExprParam* hit = nullptr;
+    std::vector<std::string> known;
+    for (ExprParam& q : spec.symbols.params) {
+      known.push_back(q.name);
+      if (q.name == names[i]) hit = &q;
+    }
+    if (!hit) {
+      const std::string near = text::closest(names[i], known);
+      throw ProblemError(SourceLocation{}, path + "." + names[i], "a parameter of the expression model",
+                         "'" + names[i] + "'", near.empty() ? "" : "did you mean '" + near + "'?");
+    }
+    if (!std::isfinite(values[i]))
+      throw ProblemError(SourceLocation{}, path + "." + names[i], "a finite number", text::format_number(values[i]));
+    hit->value = values[i];
+  }
+  return make_expression_model(spec);
 }
 
 }  // namespace knot::problems

@@ -99,4 +99,28 @@ void Problem::validate() const {
   }
 }
 
+std::string model_swap_refusal(const Problem& p, const Model& model) {
+  const Model& old = *p.model;
+  const auto shape = [](const Model& m) {
+    return "'" + std::string(m.type()) + "' (nx " + std::to_string(m.nx()) + ", nu " + std::to_string(m.nu()) +
+           ", nq " + std::to_string(m.nq()) + (m.discrete_time() ? ", discrete" : ", continuous") + ")";
+  };
+  if (model.type() != old.type() || model.nx() != old.nx() || model.nu() != old.nu() || model.nq() != old.nq() ||
+      model.discrete_time() != old.discrete_time())
+    return "a model like the problem's " + shape(old) + ", found " + shape(model);
+  for (const auto& c : p.costs)
+    if (c->frame() >= 0) return "cost '" + c->info().name + "' holds the problem's model (an end-effector term)";
+  for (const auto& c : p.constraints)
+    if (c->frame() >= 0) return "constraint '" + c->info().name + "' holds the problem's model (an end-effector term)";
+  if (old.type() == "expression") {
+    for (const auto& c : p.costs)
+      if (c->type() == "residual")
+        return "cost '" + c->info().name + "' reads the expression model's parameters as compiled constants";
+    for (const auto& c : p.constraints)
+      if (c->type() == "expression")
+        return "constraint '" + c->info().name + "' reads the expression model's parameters as compiled constants";
+  }
+  return {};
+}
+
 }  // namespace knot::problems

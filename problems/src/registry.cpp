@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "knot/problems/error.hpp"
+#include "knot/problems/expression.hpp"
 #include "knot/problems/model_adapter.hpp"
 #include "knot/problems/models/acrobot.hpp"
 #include "knot/problems/models/car.hpp"
@@ -201,6 +202,57 @@ std::shared_ptr<const Model> make_model(std::string_view type, const ParamReader
   std::string hint = "did you mean '";
   hint.append(closest->type).append("'?");
   throw ProblemError(SourceLocation{}, key_path, std::move(expected), std::move(found), std::move(hint));
+}
+
+std::shared_ptr<const Model> with_parameters(const Model& model, const std::vector<ModelParameter>& changes) {
+  const std::vector<ModelParameter> current = model.parameters();
+  std::vector<std::string> known;
+  for (const ModelParameter& q : current) known.push_back(q.name);
+  const auto unknown = [&](const std::string& name) {
+    const std::string near = text::closest(name, known);
+    std::string expected = "a parameter of model '";
+    expected.append(model.type()).append("'");
+    throw ProblemError(SourceLocation{}, "model.params." + name, std::move(expected), "'" + name + "'",
+                       near.empty() ? "" : "did you mean '" + near + "'?");
+  };
+  if (model.type() == "expression") {
+    std::vector<std::string> names;
+    std::vector<double> values;
+    for (const ModelParameter& c : changes) {
+      if (std::find(known.begin(), known.end(), c.name) == known.end()) unknown(c.name);
+      if (c.values.size() != 1)
+        throw ProblemError(SourceLocation{}, "model.params." + c.name, "one number",
+                           std::to_string(c.values.size()) + " values");
+      names.push_back(c.name);
+      values.push_back(c.values[0]);
+    }
+    return expression_with_parameters(model, names, values);
+  }
+  if (model.type() == "linear" || model.type() == "manipulator" ||
+      std::none_of(std::begin(kEntries), std::end(kEntries), [&](const Entry& e) { return model.type() == e.type; }))
+    throw ProblemError(SourceLocation{}, "model.type",
+                       "a model rebuilt from its parameters (a built-in type other than linear and manipulator, or "
+                       "an expression model)",
+                       "'" + std::string(model.type()) + "'");
+  for (const ModelParameter& c : changes)
+    if (std::find(known.begin(), known.end(), c.name) == known.end()) unknown(c.name);
+  ParamMap params("model.params");
+  for (const ModelParameter& q : current) {
+    const ModelParameter* value = &q;
+    for (const ModelParameter& c : changes)
+      if (c.name == q.name) value = &c;
+    if (value != &q && value->values.size() != q.values.size())
+      throw ProblemError(SourceLocation{}, "model.params." + q.name,
+                         std::to_string(q.values.size()) + (q.values.size() == 1 ? " number" : " numbers"),
+                         std::to_string(value->values.size()) + (value->values.size() == 1 ? " value" : " values"));
+    if (!q.text.empty() && q.values.empty())
+      params.set(q.name, value->text);
+    else if (q.values.size() == 1)
+      params.set(q.name, value->values[0]);
+    else
+      params.set(q.name, value->values);
+  }
+  return make_model(model.type(), params);
 }
 
 }  // namespace knot::problems

@@ -25,6 +25,7 @@
 #include "knot/problems/error.hpp"
 #include "knot/problems/loader.hpp"
 #include "knot/problems/problem.hpp"
+#include "knot/problems/registry.hpp"
 #include "knot/solver/closed_loop.hpp"
 #include "knot/solver/options.hpp"
 #include "knot/solver/solver.hpp"
@@ -690,6 +691,38 @@ NB_MODULE(_knot, m) {
           },
           nb::sig("def set_initial_state(self, x0: numpy.typing.ArrayLike) -> None"), "x0"_a,
           "The initial state of the next solve: nx values. A NaN makes that solve end NumericalError.")
+      .def(
+          "set_model_parameters",
+          [](PySolver& s, nb::dict params) {
+            Busy busy_guard(s.busy, "this Solver");
+            const problems::Problem& p = s.solver.problem();
+            const std::vector<problems::ModelParameter> current = p.model->parameters();
+            std::vector<problems::ModelParameter> changes;
+            for (auto [key, value] : params) {
+              const std::string name = nb::cast<std::string>(nb::str(key));
+              std::vector<double> values;
+              if (nb::isinstance<nb::float_>(value) || nb::isinstance<nb::int_>(value)) {
+                values.push_back(nb::cast<double>(value));
+              } else {
+                long n = 1;  // an unknown name: with_parameters names it
+                for (const problems::ModelParameter& q : current)
+                  if (q.name == name) n = static_cast<long>(q.values.size());
+                FloatArray a = as_float_array(value, "set_model_parameters: " + name, {n});
+                values.assign(a.data, a.data + a.size);
+              }
+              changes.emplace_back(name, std::move(values));
+            }
+            try {
+              s.solver.set_model(problems::with_parameters(*p.model, changes));
+            } catch (const std::invalid_argument& e) {
+              throw nb::value_error(e.what());
+            }
+          },
+          nb::sig("def set_model_parameters(self, params: dict[str, float | numpy.typing.ArrayLike]) -> None"),
+          "params"_a,
+          "The model rebuilt with some parameters changed, e.g. {'mass': 1.4}, for the next solves (the "
+          "iterate stays). An unknown name or a value the model refuses raises knot.Error; a problem whose "
+          "terms read the model (end-effector terms, expression terms on an expression model) ValueError.")
       .def(
           "set_reference",
           [](PySolver& s, const std::string& cost, nb::handle ref) {

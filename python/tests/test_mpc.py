@@ -1,6 +1,7 @@
 """The MPC calls: step (real-time iteration), shift, set_reference, set_initial_guess; the closed loop."""
 
 import numpy as np
+import pytest
 
 import knot
 from conftest import ROOT
@@ -110,3 +111,19 @@ def test_a_warm_start_checks_its_sizes(cartpole_path):
         s.set_warm_start(sol.x, sol.u, sol.lambda_, np.ones(3), sol.s, sol.y, sol.mu)
     with pytest.raises(ValueError):
         s.set_warm_start(sol.x, sol.u, sol.lambda_, -np.ones_like(sol.z), sol.s, sol.y, sol.mu)
+
+
+def test_set_model_parameters_is_the_file_with_that_value(cartpole_path):
+    heavy = knot.Solver(knot.load(cartpole_path, set={"model.params.cart_mass": 1.5}))
+    heavy.solve()
+    s = knot.Solver(knot.load(cartpole_path))
+    s.solve()
+    plain = s.solution.cost
+    s.set_model_parameters({"cart_mass": 1.5})
+    s.set_initial_guess(np.tile(s.problem.x0, (s.N + 1, 1)), np.zeros((s.N, 1)))
+    s.solve()
+    assert s.solution.cost == heavy.solution.cost and s.solution.cost != plain
+    with pytest.raises(knot.Error, match="did you mean 'cart_mass'"):
+        s.set_model_parameters({"cart_mas": 2.0})
+    with pytest.raises(knot.Error):
+        s.set_model_parameters({"cart_mass": -1.0})

@@ -21,6 +21,7 @@
 #include "knot/problems/constraint.hpp"
 #include "knot/problems/cost.hpp"
 #include "knot/problems/error.hpp"
+#include "knot/problems/registry.hpp"
 #include "knot/solver/batch.hpp"
 #include "knot/solver/device/device_sqp.hpp"
 #include "size_text.hpp"
@@ -139,6 +140,8 @@ struct BatchSolver::Impl {
   std::vector<Solution> engine_solutions;
   std::vector<Stats> device_stats;     // per problem, capacity max_iter + 1 rows
   std::vector<double> seconds;         // cpu device path: each problem's solve time
+  problems::Problem base;              // cpu device path: the problem, to compile other models into
+  std::vector<std::shared_ptr<const problems::Model>> models;  // cpu device path: problem i's model
 
   // ---- The pool.
   std::vector<std::thread> workers;
@@ -309,6 +312,7 @@ BatchSolver::BatchSolver(problems::Problem problem, int batch_size, const BatchO
       m.solvers.emplace_back(std::move(copy), solver_options);
     }
   } else {
+    m.base = problem;
     m.device_stats.resize(static_cast<std::size_t>(batch_size));
     for (Stats& st : m.device_stats) st.per_iteration.assign(static_cast<std::size_t>(solver_options.max_iter) + 1, {});
     if (options.backend == BatchBackend::Cuda) {
@@ -336,6 +340,7 @@ BatchSolver::BatchSolver(problems::Problem problem, int batch_size, const BatchO
       m.devices.reserve(static_cast<std::size_t>(batch_size));
       for (int i = 0; i < batch_size; ++i) m.devices.emplace_back(problem, solver_options);
       m.seconds.assign(static_cast<std::size_t>(batch_size), 0.0);
+      m.models.assign(static_cast<std::size_t>(batch_size), problem.model);
     }
   }
 
@@ -453,6 +458,34 @@ void BatchSolver::set_initial_guess(int i, std::span<const double> x, std::span<
   double* it = m.engine->iterate(i);
   std::copy(x.begin(), x.end(), it);
   std::copy(u.begin(), u.end(), it + nxs);
+}
+
+void BatchSolver::set_model(int i, std::shared_ptr<const problems::Model> model) {
+  Impl& m = *impl_;
+  m.check(i);
+  if (m.engine)
+    throw std::logic_error("BatchSolver::set_model: backend cuda solves every problem with one model");
+  if (!model) throw std::invalid_argument("BatchSolver::set_model: expected a model, found none");
+  const problems::Problem& current = m.path == BatchPath::Solvers ? m.at(i).problem() : m.base;
+  if (std::string why = problems::model_swap_refusal(current, *model); !why.empty())
+    throw std::invalid_argument("BatchSolver::set_model: " + why);
+  if (m.path == BatchPath::Solvers) return m.at(i).set_model(std::move(model));
+  problems::Problem p = m.base;
+  p.model = model;
+  m.devices[static_cast<std::size_t>(i)].set_model(p);  // throws on another layout
+  m.models[static_cast<std::size_t>(i)] = std::move(model);
+}
+
+void BatchSolver::set_model_parameters(int i, const std::vector<problems::ModelParameter>& changes) {
+  set_model(i, problems::with_parameters(model(i), changes));
+}
+
+const problems::Model& BatchSolver::model(int i) const {
+  const Impl& m = *impl_;
+  m.check(i);
+  const std::size_t u = static_cast<std::size_t>(i);
+  if (m.path == BatchPath::Solvers) return *m.solvers[u].problem().model;
+  return m.engine ? *m.base.model : *m.models[u];
 }
 
 void BatchSolver::set_warm_start(int i, const problems::InitialGuess& guess) { impl_->at(i).set_warm_start(guess); }

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <optional>
 #include <stdexcept>
+#include <tuple>
 #include <type_traits>
 
 #include "knot/problems/constraint.hpp"
@@ -398,6 +399,16 @@ void set_slice_bounds(const BatchProblemData& d, double* slice, std::string_view
   }
   std::copy(lower.begin(), lower.end(), slice + r->lower);
   std::copy(upper.begin(), upper.end(), slice + r->upper);
+}
+
+bool same_layout(const BatchProblem& a, const BatchProblem& b) {
+  const auto fields = [](const BatchProblem& p) {
+    return std::tuple(p.nx, p.nu, p.N, p.nq, p.dt, p.integrator, p.model, p.discrete, p.velocity_rows, p.model_params,
+                      p.linear_A, p.linear_B, p.linear_c, p.has_linear_c, p.expr_code, p.expr_outputs, p.costs,
+                      p.n_costs, p.ineq_terms, p.eq_terms, p.n_ineq_terms, p.n_eq_terms, p.ineq_offset, p.eq_offset,
+                      p.n_ineq, p.n_eq, p.term_work, p.arena_bytes, p.slice_size, p.x0);
+  };
+  return fields(a) == fields(b);
 }
 
 }  // namespace knot::solver::device

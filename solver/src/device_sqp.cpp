@@ -170,6 +170,16 @@ void DeviceSqp::set_initial_state(std::span<const double> x0) {
   std::copy(x0.begin(), x0.end(), slice_.begin() + static_cast<std::ptrdiff_t>(data_.problem.x0));
 }
 
+void DeviceSqp::set_model(const problems::Problem& problem) {
+  BatchProblemData d = compile_batch_problem(problem);
+  if (!same_layout(d.problem, data_.problem))
+    throw std::invalid_argument("DeviceSqp::set_model: expected a model compiled to the problem's layout (" +
+                                std::to_string(data_.problem.arena_bytes) + " arena bytes), found another (" +
+                                std::to_string(d.problem.arena_bytes) +
+                                "): an expression model whose parameters fold its tape to another length");
+  data_.arena = std::move(d.arena);
+}
+
 void DeviceSqp::set_initial_guess(std::span<const double> x, std::span<const double> u) {
   const BatchProblem& P = data_.problem;
   const std::size_t nxs = static_cast<std::size_t>(P.N + 1) * P.nx, nus = static_cast<std::size_t>(P.N) * P.nu;

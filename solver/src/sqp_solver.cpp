@@ -642,6 +642,17 @@ void Solver::set_initial_state(std::span<const double> x0) {
   std::copy(x0.begin(), x0.end(), impl_->problem.x0.begin());
 }
 
+void Solver::set_model(std::shared_ptr<const problems::Model> model) {
+  if (!model) throw std::invalid_argument("Solver::set_model: expected a model, found none");
+  if (std::string why = problems::model_swap_refusal(impl_->problem, *model); !why.empty())
+    throw std::invalid_argument("Solver::set_model: " + why);
+  Impl& m = *impl_;
+  std::unique_ptr<problems::ModelData> data = model->make_data();
+  m.integrator = problems::Integrator(*model, m.problem.horizon.integrator);
+  m.model_data = std::move(data);
+  m.problem.model = std::move(model);
+}
+
 void Solver::set_reference(std::string_view cost_name, const problems::Reference& ref) {
   for (const auto& c : impl_->problem.costs) {
     if (c->info().name != cost_name) continue;

@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <string>
 
 #include "knot/problems/error.hpp"
+#include "knot/problems/loader.hpp"
 #include "knot/problems/model_adapter.hpp"
 #include "knot/problems/models/acrobot.hpp"
 #include "knot/problems/models/car.hpp"
@@ -231,6 +233,80 @@ TEST(Registry, UnknownTypeListsTheKnownOnesAndSuggestsTheClosest) {
   }
   // Case matters: the names are exact.
   EXPECT_THROW(make_model("Pendulum", ParamMap()), ProblemError);
+}
+
+// with_parameters: unchanged parameters rebuild the same model bit for bit, a change equals the
+// model built with that value (and differs from the old one: the negative control), and the
+// factory's checks apply.
+TEST(Registry, WithParametersRebuildsTheModel) {
+  Rng rng(11);
+  const auto same = [](const Vec& a, const Vec& b) {
+    return test::bitwise_equal(std::vector<double>(a.begin(), a.end()), std::vector<double>(b.begin(), b.end()));
+  };
+  for (const std::string& type : kDefaultable) {
+    const auto m = make_model(type, ParamMap());
+    const auto again = with_parameters(*m, {});
+    ASSERT_EQ(again->type(), type);
+    for (int t = 0; t < 5; ++t) {
+      const Vec x = rng.vector(m->nx()), u = rng.vector(m->nu());
+      EXPECT_TRUE(same(eval(*m, x, u), eval(*again, x, u))) << type;
+    }
+  }
+  const auto cartpole = make_model("cartpole", ParamMap());
+  const auto heavy = with_parameters(*cartpole, {{"cart_mass", {2.5}}, {"length", {0.6}}});
+  ParamMap direct;
+  direct.set("cart_mass", 2.5).set("length", 0.6);
+  const Vec x = rng.vector(4), u = rng.vector(1);
+  EXPECT_TRUE(same(eval(*heavy, x, u), eval(*make_model("cartpole", direct), x, u)));
+  EXPECT_FALSE(same(eval(*heavy, x, u), eval(*cartpole, x, u)));
+  EXPECT_EQ(heavy->parameters()[1].values, std::vector<double>{0.1});  // pole_mass kept
+
+  const auto quad = make_model("quadrotor", ParamMap());
+  const auto roll = with_parameters(*quad, {{"inertia", {0.01, 0.02, 0.03}}});
+  EXPECT_NEAR(eval(*roll, Vec::Zero(12), (Vec(4) << 0, 1, 0, 0).finished())[9],
+              make_model("quadrotor", ParamMap())->parameters()[1].values[0] / 0.01, 1e-12);
+
+  const auto key_of = [](auto&& f) -> std::string {
+    try {
+      f();
+    } catch (const ProblemError& e) {
+      return e.key_path() + " | " + e.what();
+    }
+    return "no error";
+  };
+  EXPECT_EQ(key_of([&] { with_parameters(*cartpole, {{"cart_mas", {2.0}}}); }).rfind("model.params.cart_mas | ", 0), 0u);
+  EXPECT_NE(key_of([&] { with_parameters(*cartpole, {{"cart_mas", {2.0}}}); }).find("did you mean 'cart_mass'"),
+            std::string::npos);
+  EXPECT_EQ(key_of([&] { with_parameters(*quad, {{"inertia", {0.01, 0.02}}}); }).rfind("model.params.inertia | ", 0), 0u);
+  EXPECT_EQ(key_of([&] { with_parameters(*cartpole, {{"pole_mass", {-1.0}}}); }).rfind("model.params.pole_mass | ", 0),
+            0u);
+  ParamMap lin;
+  lin.set_matrix("A", 1, 1, {1.0}).set_matrix("B", 1, 1, {1.0});
+  EXPECT_EQ(key_of([&] { with_parameters(*make_model("linear", lin), {}); }).rfind("model.type | ", 0), 0u);
+}
+
+// An expression model compiled again with a new parameter value is the model the file gives with
+// that value set (--set), bit for bit; an unknown name is named with the closest one.
+TEST(Registry, WithParametersCompilesAnExpressionModelAgain) {
+  const std::filesystem::path file = std::filesystem::path(KNOT_TEST_DATA_DIR) / "expression" / "cartpole_swingup.yaml";
+  const Problem p = load_problem(file);
+  const Problem set = load_problem(file, {"model.params.pole_mass=0.3"});
+  const auto changed = with_parameters(*p.model, {{"pole_mass", {0.3}}});
+  Rng rng(12);
+  for (int t = 0; t < 5; ++t) {
+    const Vec x = rng.vector(4), u = rng.vector(1);
+    const Vec f = eval(*changed, x, u), want = eval(*set.model, x, u), old = eval(*p.model, x, u);
+    EXPECT_TRUE(test::bitwise_equal({f.begin(), f.end()}, {want.begin(), want.end()}));
+    EXPECT_FALSE(test::bitwise_equal({f.begin(), f.end()}, {old.begin(), old.end()}));
+  }
+  try {
+    with_parameters(*p.model, {{"polemass", {0.3}}});
+    ADD_FAILURE() << "no error";
+  } catch (const ProblemError& e) {
+    EXPECT_EQ(e.key_path(), "model.params.polemass");
+    EXPECT_NE(std::string(e.what()).find("did you mean 'pole_mass'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(with_parameters(*p.model, {{"pole_mass", {test::kNaN}}}), ProblemError);
 }
 
 }  // namespace

@@ -196,6 +196,110 @@ TEST(BatchDevice, ExpressionModelInThePool) {
       << fallback.device_path_refusal();
 }
 
+// Per-problem model parameters, on both paths: problem 1 with a heavier pendulum and problem 2 with
+// a heavier expression cart-pole are bitwise what a Solver / DeviceSqp built from the file with
+// that value set (--set) gives; the others stay bitwise the plain problem's (and the changed ones
+// differ from it: the negative control).
+TEST(BatchDevice, PerProblemModelParametersReachOnlyTheirProblem) {
+  const std::filesystem::path expr = std::filesystem::path(KNOT_TEST_DATA_DIR) / "expression" / "cartpole_swingup.yaml";
+  struct Case {
+    problems::Problem plain, set;
+    std::vector<problems::ModelParameter> change;
+  };
+  const Case cases[] = {
+      {load_config("pendulum_swingup"), load_config("pendulum_swingup", {"model.params.mass=1.4"}), {{"mass", {1.4}}}},
+      {problems::load_problem(expr), problems::load_problem(expr, {"model.params.pole_mass=0.2"}),
+       {{"pole_mass", {0.2}}}},
+  };
+  for (const Case& c : cases) {
+    for (BatchPath path : {BatchPath::Solvers, BatchPath::Device}) {
+      const std::string what = c.plain.name + ", path " + solver::to_string(path);
+      BatchOptions o;
+      o.path = path;
+      o.threads = 2;
+      o.solver = device_fit(c.plain);
+      BatchSolver batch(c.plain, 3, o);
+      ASSERT_EQ(batch.path(), path);
+      batch.set_model_parameters(1, c.change);
+      const auto values = [](const problems::Model& m) {
+        std::vector<std::vector<double>> v;
+        for (const problems::ModelParameter& q : m.parameters()) v.push_back(q.values);
+        return v;
+      };
+      EXPECT_EQ(values(batch.model(1)), values(*c.set.model)) << what;
+      EXPECT_EQ(values(batch.model(0)), values(*c.plain.model)) << what;
+      batch.solve();
+      solver::Solution want_plain, want_set;
+      if (path == BatchPath::Solvers) {
+        solver::Solver a(c.plain, *o.solver), b(c.set, *o.solver);
+        a.solve();
+        b.solve();
+        want_plain = a.solution();
+        want_set = b.solution();
+      } else {
+        solver::device::DeviceSqp a(c.plain, *o.solver), b(c.set, *o.solver);
+        a.solve();
+        b.solve();
+        want_plain = a.solution();
+        want_set = b.solution();
+      }
+      EXPECT_EQ(difference(batch.solution(0), want_plain), "") << what;
+      EXPECT_EQ(difference(batch.solution(2), want_plain), "") << what;
+      EXPECT_EQ(difference(batch.solution(1), want_set), "") << what;
+      EXPECT_NE(difference(batch.solution(1), want_plain), "") << what;
+      // Back to the file's value, from the default guess again: the plain problem.
+      batch.set_model(1, c.plain.model);
+      std::vector<double> x, u;
+      solver::default_initial_guess(c.plain, x, u);
+      batch.set_initial_guess(1, x, u);
+      batch.solve();
+      EXPECT_EQ(difference(batch.solution(1), want_plain), "") << what;
+    }
+  }
+}
+
+TEST(BatchDevice, ModelSwapsThatCannotWorkAreRefusedByName) {
+  const problems::Problem p = load_config("pendulum_swingup");
+  const problems::Problem cartpole = load_config("cartpole_swingup");
+  const problems::Problem quad = load_config("planar_quadrotor");  // an expression model with expression terms
+  for (BatchPath path : {BatchPath::Solvers, BatchPath::Device}) {
+    BatchOptions o;
+    o.path = path;
+    o.threads = 1;
+    o.solver = device_fit(p);
+    BatchSolver batch(p, 2, o);
+    const auto message = [&](auto&& f) -> std::string {
+      try {
+        f();
+      } catch (const std::invalid_argument& e) {
+        return e.what();
+      }
+      return "no error";
+    };
+    EXPECT_NE(message([&] { batch.set_model(0, cartpole.model); }).find("a model like the problem's 'pendulum'"),
+              std::string::npos);
+    EXPECT_NE(message([&] { batch.set_model(0, nullptr); }).find("found none"), std::string::npos);
+    EXPECT_THROW(batch.set_model_parameters(0, {{"mas", {2.0}}}), problems::ProblemError);
+    EXPECT_THROW(batch.set_model_parameters(0, {{"mass", {-2.0}}}), problems::ProblemError);
+    EXPECT_THROW(batch.set_model(2, p.model), std::out_of_range);
+    // omega^k folds to omega at k = 1: one instruction less, so another compiled layout.
+    const std::filesystem::path pend = std::filesystem::path(KNOT_TEST_DATA_DIR) / "expression" / "pendulum_swingup.yaml";
+    const std::string ode = "model.ode.omega=(tau - damping * omega^k - mass * gravity * length * sin(theta)) / (mass * length * length)";
+    const problems::Problem power = problems::load_problem(pend, {"model.params.k=2", "model.params.damping=0.1", ode});
+    o.solver = device_fit(power);
+    BatchSolver pw(power, 2, o);
+    const std::string layout = message([&] { pw.set_model_parameters(1, {{"k", {1.0}}}); });
+    if (path == BatchPath::Device)
+      EXPECT_NE(layout.find("another length"), std::string::npos) << layout;
+    else
+      EXPECT_EQ(layout, "no error");
+    o.solver = device_fit(quad);
+    BatchSolver q(quad, 2, o);
+    const std::string why = message([&] { q.set_model_parameters(1, {{"mass", {quad.model->parameters()[0].values[0]}}}); });
+    EXPECT_NE(why.find("as compiled constants"), std::string::npos) << why;
+  }
+}
+
 TEST(BatchDevice, AutoTakesTheDevicePathWhereItFitsAndSaysWhyNot) {
   const problems::Problem p = load_config("cartpole_swingup");
   BatchOptions o;

@@ -954,6 +954,7 @@ struct ExpressionModelInfo {
   std::vector<std::string> state_names, control_names;
   std::vector<ModelParameter> parameters;
   ExprSymbols symbols;  // what residual and constraint expressions on this model may read too
+  std::vector<ExprSource> rhs;  // the model's expressions, to compile again with other parameters
 };
 
 struct ExpressionDynamics {
@@ -1018,5 +1019,11 @@ std::shared_ptr<const Model> make_expression_model(const ExpressionModelSpec& sp
 
 // The symbols of an expression model (nullptr for any other model).
 const ExprSymbols* expression_symbols(const Model& model);
+
+// An expression model compiled again with some parameters given new values (`values[i]` for
+// `names[i]`); nullptr when `model` is not an expression model. An unknown name throws ProblemError
+// (model.params.<name>, with the closest name), and so does a non-finite value.
+std::shared_ptr<const Model> expression_with_parameters(const Model& model, const std::vector<std::string>& names,
+                                                        const std::vector<double>& values);
 
 }  // namespace knot::problems

@@ -43,4 +43,10 @@ struct Problem {
   void validate() const;
 };
 
+// Why `model` cannot take the place of p.model in an already laid-out problem, or empty: another
+// type, nx, nu, nq or time kind; a term that holds the model (end-effector terms keep their own
+// pointer to its kinematics); or expression terms on an expression model (they read its
+// parameters as constants compiled into their tapes).
+std::string model_swap_refusal(const Problem& p, const Model& model);
+
 }  // namespace knot::problems

@@ -4,7 +4,7 @@
 // references and iterate, set through the per-problem setters; every problem is solved by the same
 // SQP as Solver, so problem i's solution is bitwise the one a separate Solver would return from the
 // same data, whatever the thread count. Per problem: the initial state, references, the bounds of
-// box constraints, the iterate. Model parameters are the batch's (one model for all).
+// box constraints, the iterate, and on backend cpu the model's parameters (set_model).
 //
 // Two paths (BatchOptions::path). The solvers path: B Solver instances, every option and term Solver
 // has. The device path: the per-knot phases of device/sqp.hpp on the problem compiled to plain data
@@ -121,6 +121,16 @@ class BatchSolver {
   void set_bounds(int i, std::string_view constraint_name, std::span<const double> lower,
                   std::span<const double> upper);
   void set_initial_guess(int i, std::span<const double> x, std::span<const double> u);
+  // Problem i's model replaced by `model` for its next solves (the others keep theirs): a model of
+  // the same type and shape (problems::model_swap_refusal), typically problems::with_parameters of
+  // model(i). Throws std::invalid_argument with the reason (on the device path also when the model
+  // compiles to another layout), std::logic_error on backend cuda (one model for the whole batch
+  // there). Allocates problem i's model data.
+  void set_model(int i, std::shared_ptr<const problems::Model> model);
+  // set_model(i, problems::with_parameters(model(i), changes)); a bad name or value throws
+  // problems::ProblemError (key model.params.<name>).
+  void set_model_parameters(int i, const std::vector<problems::ModelParameter>& changes);
+  const problems::Model& model(int i) const;
   // The solvers path only (the device path starts every solve cold from the current x, u): on the
   // device path these throw std::logic_error.
   void set_warm_start(int i, const problems::InitialGuess& guess);

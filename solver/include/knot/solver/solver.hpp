@@ -99,6 +99,11 @@ class Solver {
   // cost without a reference, or a wrong dim. The cost terms are shared with the Problem the solver
   // was built from, which sees the change too.
   void set_reference(std::string_view cost_name, const problems::Reference& ref);
+  // Another model for the next solves, of the same type and shape (problems::with_parameters makes
+  // one with other parameters); the iterate and the terms stay. Throws std::invalid_argument with
+  // problems::model_swap_refusal's reason (another shape, end-effector terms, expression terms on an
+  // expression model) or for a null model. Allocates the model's evaluation data.
+  void set_model(std::shared_ptr<const problems::Model> model);
   // A cold start from the given trajectory ((N+1) nx and N nu values): multipliers reset, slacks and
   // duals re-initialized at the first linearization. Throws std::invalid_argument on other sizes.
   void set_initial_guess(std::span<const double> x, std::span<const double> u);

@@ -45,6 +45,11 @@ class DeviceSqp {
 
   // Initial state of the next solves (nx values); a non-finite entry makes them NumericalError.
   void set_initial_state(std::span<const double> x0);
+  // The compiled model replaced by that of `problem`: the problem this was built from with another
+  // model (problems::model_swap_refusal empty); the slice, the iterate and the options stay. Throws
+  // std::invalid_argument when the compiled layout differs (an expression model whose parameters
+  // fold its tape to another length). Allocates the new arena.
+  void set_model(const problems::Problem& problem);
   // The primal starting point ((N+1) nx and N nu values).
   void set_initial_guess(std::span<const double> x, std::span<const double> u);
   // The problem's per-problem values (x0, references, bounds): compile_batch_problem's slice layout.

@@ -165,6 +165,9 @@ BatchProblemData compile_batch_problem(const problems::Problem& p);
 // empty when it compiles.
 std::string device_path_unsupported(const problems::Problem& p);
 
+// Every size and offset of a and b equal: the arena of one fits the other's slices and arrays.
+bool same_layout(const BatchProblem& a, const BatchProblem& b);
+
 // Writers of one problem's slice (P.slice_size doubles). Each throws std::invalid_argument on a
 // wrong size or an unknown name.
 void set_slice_initial_state(const BatchProblemData& d, double* slice, std::span<const double> x0);
