@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <new>
+#include <span>
 #include <vector>
 
 #include "batch_sqp_launch.hpp"
@@ -36,6 +37,7 @@ struct CudaBatch::Impl {
   int batch = 0, threads = 0;
   bool single = false;
   std::size_t slice_stride = 0, iterate_stride = 0, array_stride = 0;
+  std::size_t arena_stride = 0;  // bytes: problem p's arena (its model) at d_arena + p arena_stride
   // Device
   unsigned char* d_arena = nullptr;
   double* d_slices = nullptr;
@@ -80,7 +82,8 @@ struct CudaBatch::Impl {
       return {};
     };
     Status st;
-    if (!(st = dmalloc(&d_arena, data.arena.size() + 1, "cudaMalloc(arena)")).ok()) return st;
+    arena_stride = data.arena.empty() ? 256 : (data.arena.size() + 255) / 256 * 256;
+    if (!(st = dmalloc(&d_arena, B * arena_stride, "cudaMalloc(arenas)")).ok()) return st;
     if (!(st = dmalloc(&d_slices, B * slice_stride * sizeof(double) + 8, "cudaMalloc(slices)")).ok()) return st;
     if (!(st = dmalloc(&d_iterates, B * iterate_stride * sizeof(double) + 8, "cudaMalloc(iterates)")).ok()) return st;
     if (!(st = dmalloc(reinterpret_cast<T**>(&d_arrays), B * array_stride * sizeof(T), "cudaMalloc(arrays)")).ok())
@@ -95,9 +98,16 @@ struct CudaBatch::Impl {
                    "cudaMallocHost(results)");
     KNOT_BATCH_TRY(cudaMallocHost(reinterpret_cast<void**>(&h_rows), B * rows_per * sizeof(IterationStats)),
                    "cudaMallocHost(rows)");
+    // One copy per problem, so set_arena can give one problem another model: the first uploaded,
+    // then doubled on the device (log2 B copies).
     if (!data.arena.empty())
       KNOT_BATCH_TRY(cudaMemcpy(d_arena, data.arena.data(), data.arena.size(), cudaMemcpyHostToDevice),
                      "cudaMemcpy(arena)");
+    for (std::size_t have = 1; have < B; have *= 2) {
+      const std::size_t n = have < B - have ? have : B - have;
+      KNOT_BATCH_TRY(cudaMemcpy(d_arena + have * arena_stride, d_arena, n * arena_stride, cudaMemcpyDeviceToDevice),
+                     "cudaMemcpy(arenas)");
+    }
     // Default starting points: the file's slice and x0 at every knot, u = 0, multipliers zero.
     for (std::size_t p = 0; p < B; ++p) {
       std::memcpy(h_slices + p * slice_stride, data.slice.data(), slice_stride * sizeof(double));
@@ -113,7 +123,7 @@ struct CudaBatch::Impl {
     KNOT_BATCH_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
     cudaMemcpyAsync(d_slices, h_slices, B * slice_stride * sizeof(double), cudaMemcpyHostToDevice, stream);
     cudaMemcpyAsync(d_iterates, h_iterates, B * iterate_stride * sizeof(double), cudaMemcpyHostToDevice, stream);
-    detail::launch_batch_sqp(batch, threads, stream, P, d_arena, d_slices, slice_stride, options,
+    detail::launch_batch_sqp(batch, threads, stream, P, d_arena, arena_stride, d_slices, slice_stride, options,
                              static_cast<T*>(d_arrays), array_stride, d_iterates, iterate_stride, d_results,
                              d_rows);
     const cudaError_t launch = cudaGetLastError();
@@ -170,6 +180,16 @@ const IterationStats* CudaBatch::rows(int i) const {
 }
 std::size_t CudaBatch::device_bytes() const { return impl_->bytes; }
 
+Status CudaBatch::set_arena(int i, const unsigned char* arena, std::size_t bytes) {
+  if (i < 0 || i >= impl_->batch) return invalid("CudaBatch::set_arena: problem index out of range");
+  if (bytes != impl_->data.arena.size()) return invalid("CudaBatch::set_arena: another arena size than the batch's");
+  if (bytes == 0) return {};
+  KNOT_BATCH_TRY(cudaMemcpy(impl_->d_arena + static_cast<std::size_t>(i) * impl_->arena_stride, arena, bytes,
+                            cudaMemcpyHostToDevice),
+                 "cudaMemcpy(set_arena)");
+  return {};
+}
+
 Status CudaBatch::solve() {
   KNOT_BATCH_TRY(cudaGraphLaunch(impl_->exec, impl_->stream), "cudaGraphLaunch");
   KNOT_BATCH_TRY(cudaStreamSynchronize(impl_->stream), "cudaStreamSynchronize (batch_sqp_kernel)");
@@ -191,6 +211,10 @@ class CudaEngine final : public BatchEngine {
   const IterationStats* rows(int i) const override { return b_->rows(i); }
   int threads() const override { return b_->threads(); }
   std::size_t device_bytes() const override { return b_->device_bytes(); }
+  std::string set_arena(int i, std::span<const unsigned char> arena) override {
+    const Status st = b_->set_arena(i, arena.data(), arena.size());
+    return st.ok() ? std::string() : linalg::cuda::to_string(st);
+  }
 
  private:
   std::unique_ptr<CudaBatch> b_;

@@ -10,13 +10,14 @@
 
 namespace knot::solver::cuda::detail {
 
-// Enqueues batch_sqp_kernel<T> on stream: one block of `threads` per problem.
+// Enqueues batch_sqp_kernel<T> on stream: one block of `threads` per problem; problem p reads
+// the arena at arena + p arena_stride (its own model).
 void launch_batch_sqp(int batch, int threads, cudaStream_t stream, const device::BatchProblem& P,
-                      const unsigned char* arena, const double* slices, std::size_t slice_stride,
+                      const unsigned char* arena, std::size_t arena_stride, const double* slices, std::size_t slice_stride,
                       const device::DeviceOptions& o, double* arrays, std::size_t array_stride, double* iterates,
                       std::size_t iterate_stride, device::DeviceResult* results, IterationStats* rows);
 void launch_batch_sqp(int batch, int threads, cudaStream_t stream, const device::BatchProblem& P,
-                      const unsigned char* arena, const double* slices, std::size_t slice_stride,
+                      const unsigned char* arena, std::size_t arena_stride, const double* slices, std::size_t slice_stride,
                       const device::DeviceOptions& o, float* arrays, std::size_t array_stride, double* iterates,
                       std::size_t iterate_stride, device::DeviceResult* results, IterationStats* rows);
 

@@ -313,6 +313,7 @@ BatchSolver::BatchSolver(problems::Problem problem, int batch_size, const BatchO
     }
   } else {
     m.base = problem;
+    m.models.assign(static_cast<std::size_t>(batch_size), problem.model);
     m.device_stats.resize(static_cast<std::size_t>(batch_size));
     for (Stats& st : m.device_stats) st.per_iteration.assign(static_cast<std::size_t>(solver_options.max_iter) + 1, {});
     if (options.backend == BatchBackend::Cuda) {
@@ -340,7 +341,6 @@ BatchSolver::BatchSolver(problems::Problem problem, int batch_size, const BatchO
       m.devices.reserve(static_cast<std::size_t>(batch_size));
       for (int i = 0; i < batch_size; ++i) m.devices.emplace_back(problem, solver_options);
       m.seconds.assign(static_cast<std::size_t>(batch_size), 0.0);
-      m.models.assign(static_cast<std::size_t>(batch_size), problem.model);
     }
   }
 
@@ -463,8 +463,6 @@ void BatchSolver::set_initial_guess(int i, std::span<const double> x, std::span<
 void BatchSolver::set_model(int i, std::shared_ptr<const problems::Model> model) {
   Impl& m = *impl_;
   m.check(i);
-  if (m.engine)
-    throw std::logic_error("BatchSolver::set_model: backend cuda solves every problem with one model");
   if (!model) throw std::invalid_argument("BatchSolver::set_model: expected a model, found none");
   const problems::Problem& current = m.path == BatchPath::Solvers ? m.at(i).problem() : m.base;
   if (std::string why = problems::model_swap_refusal(current, *model); !why.empty())
@@ -472,7 +470,18 @@ void BatchSolver::set_model(int i, std::shared_ptr<const problems::Model> model)
   if (m.path == BatchPath::Solvers) return m.at(i).set_model(std::move(model));
   problems::Problem p = m.base;
   p.model = model;
-  m.devices[static_cast<std::size_t>(i)].set_model(p);  // throws on another layout
+  if (m.engine) {
+    const device::BatchProblemData d = device::compile_batch_problem(p);
+    if (!device::same_layout(d.problem, m.data.problem))
+      throw std::invalid_argument("BatchSolver::set_model: expected a model compiled to the problem's layout (" +
+                                  std::to_string(m.data.problem.arena_bytes) + " arena bytes), found another (" +
+                                  std::to_string(d.problem.arena_bytes) +
+                                  "): an expression model whose parameters fold its tape to another length");
+    if (std::string error = m.engine->set_arena(i, d.arena); !error.empty())
+      throw std::runtime_error("BatchSolver: backend cuda: " + error);
+  } else {
+    m.devices[static_cast<std::size_t>(i)].set_model(p);  // throws on another layout
+  }
   m.models[static_cast<std::size_t>(i)] = std::move(model);
 }
 
@@ -485,7 +494,7 @@ const problems::Model& BatchSolver::model(int i) const {
   m.check(i);
   const std::size_t u = static_cast<std::size_t>(i);
   if (m.path == BatchPath::Solvers) return *m.solvers[u].problem().model;
-  return m.engine ? *m.base.model : *m.models[u];
+  return *m.models[u];
 }
 
 void BatchSolver::set_warm_start(int i, const problems::InitialGuess& guess) { impl_->at(i).set_warm_start(guess); }

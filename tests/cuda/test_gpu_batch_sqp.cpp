@@ -182,6 +182,35 @@ TEST(GpuBatchSqp, BatchSolverCudaBackendMatchesItsCpuDevicePath) {
   }
 }
 
+// Per-problem models on the GPU: problem 1 with a heavier cart, problem 2 of the expression
+// cart-pole with a heavier pole, each as its cpu device path gives (and problem 1 as the file with
+// that value set); the others keep the file's model.
+TEST(GpuBatchSqp, PerProblemModelsMatchTheCpuDevicePath) {
+  if (!gpu().usable) GTEST_SKIP() << "no usable GPU: " << gpu().reason;
+  const fs::path expr = fs::path(KNOT_TEST_DATA_DIR) / "expression" / "cartpole_swingup.yaml";
+  const problems::Problem built_in = load("cartpole_swingup");
+  const problems::Problem expression = problems::load_problem(expr);
+  for (const problems::Problem* p : {&built_in, &expression}) {
+    const std::string change = p == &built_in ? "cart_mass" : "pole_mass";
+    solver::BatchOptions o;
+    o.solver = device_fit(*p);
+    o.path = solver::BatchPath::Device;
+    solver::BatchSolver cpu(*p, 3, o);
+    o.backend = solver::BatchBackend::Cuda;
+    o.cuda_engine = solver::cuda::make_cuda_engine;
+    solver::BatchSolver gpu_batch(*p, 3, o);
+    for (solver::BatchSolver* b : {&cpu, &gpu_batch}) b->set_model_parameters(1, {{change, {0.3}}});
+    EXPECT_EQ(cpu.solve(), gpu_batch.solve());
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(cpu.status(i), gpu_batch.status(i)) << change << ", problem " << i;
+      EXPECT_NEAR(cpu.solution(i).cost, gpu_batch.solution(i).cost, 1e-9 * std::abs(cpu.solution(i).cost))
+          << change << ", problem " << i;
+    }
+    EXPECT_GT(std::abs(gpu_batch.solution(1).cost - gpu_batch.solution(0).cost), 1e-6) << change;  // another problem
+    EXPECT_EQ(gpu_batch.solution(0).cost, gpu_batch.solution(2).cost) << change;
+  }
+}
+
 // Runs everywhere: bad arguments are refused before any device call.
 TEST(GpuBatchSqp, CreateRefusesBadArguments) {
   const problems::Problem p = load("cartpole_swingup");

@@ -39,6 +39,7 @@ struct SolveOptions {
   int batch = 0;                       // B; 0 = one solve (run_solve), unless --vary-file sets it
   std::string vary;                    // "x0=SIGMA": copies 1..B-1 start at x0 + SIGMA N(0, 1)
   std::string vary_file;               // one initial state per line
+  std::string sweep;                   // "NAME=LO:HI": model parameter NAME from LO (copy 0) to HI (copy B-1)
   std::string backend = "cpu";         // cpu | cuda
   int threads = 0;                     // cpu threads; 0 = every core
 };
@@ -47,9 +48,10 @@ int run_solve(const SolveOptions& opt);
 // --batch: exit 0 when every copy is solved, 1 on input errors (a backend this build cannot run
 // included), 2 when a copy stopped short of Solved.
 int run_solve_batch(const SolveOptions& opt);
-// Whether the options ask for a batch (--batch, --vary, --vary-file, --backend or --threads given).
+// Whether the options ask for a batch (--batch, --vary, --vary-file, --sweep, --backend or --threads given).
 inline bool wants_batch(const SolveOptions& opt) {
-  return opt.batch > 0 || !opt.vary.empty() || !opt.vary_file.empty() || opt.backend != "cpu" || opt.threads != 0;
+  return opt.batch > 0 || !opt.vary.empty() || !opt.vary_file.empty() || !opt.sweep.empty() || opt.backend != "cpu" ||
+         opt.threads != 0;
 }
 
 struct MpcOptions {

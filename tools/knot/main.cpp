@@ -70,6 +70,8 @@ int main(int argc, char** argv) {
   solve->add_option("--vary-file", sopt.vary_file, "With --batch: one initial state per line (CSV of nx numbers)")
       ->check(file_path)
       ->excludes(vary);
+  solve->add_option("--sweep", sopt.sweep,
+                    "With --batch: model parameter NAME from LO (copy 0) to HI (copy B-1), evenly (NAME=LO:HI)");
   solve->add_option("--backend", sopt.backend, "Batch backend")->check(CLI::IsMember({"cpu", "cuda"}));
   solve->add_option("--threads", sopt.threads, "Batch threads on the CPU (0: every core)")->check(CLI::Range(0, 4096));
 

@@ -1,9 +1,10 @@
 // knot solve FILE --batch B: B copies of one problem solved at once by BatchSolver (docs/batch.md).
 //
-// The copies differ in their initial state only: --vary x0=SIGMA perturbs copies 1..B-1 by SIGMA
+// The copies differ in their initial state: --vary x0=SIGMA perturbs copies 1..B-1 by SIGMA
 // times standard normal draws (std::mt19937_64 seeded kVarySeed, std::normal_distribution<double>,
 // nx draws per copy in copy order; copy 0 keeps the file's x0), --vary-file F gives one initial state
-// per line. The summary: the count of each status, the batch's wall clock per problem, and each
+// per line. --sweep NAME=LO:HI gives copy i the model parameter NAME = LO + (HI - LO) i / (B - 1)
+// (BatchSolver::set_model_parameters). The summary: the count of each status, the batch's wall clock per problem, and each
 // problem's status, iterations, cost and solve time (table, JSON or CSV).
 #include <fmt/core.h>
 
@@ -44,6 +45,22 @@ std::string parse_vary(const std::string& spec, double& sigma) {
   const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), sigma);
   if (ec != std::errc() || end != value.data() + value.size() || !std::isfinite(sigma) || sigma < 0)
     return "--vary x0=SIGMA: expected a finite SIGMA >= 0, found '" + value + "'";
+  return {};
+}
+
+// "NAME=LO:HI" -> NAME, LO, HI; an error message otherwise.
+std::string parse_sweep(const std::string& spec, std::string& name, double& lo, double& hi) {
+  const std::size_t eq = spec.find('='), colon = spec.find(':', eq == std::string::npos ? 0 : eq);
+  if (eq == std::string::npos || eq == 0 || colon == std::string::npos)
+    return "--sweep: expected NAME=LO:HI (a model parameter and its range), found '" + spec + "'";
+  name = spec.substr(0, eq);
+  const auto number = [](const std::string& text, double& v) {
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    return ec == std::errc() && end == text.data() + text.size() && std::isfinite(v);
+  };
+  const std::string a = spec.substr(eq + 1, colon - eq - 1), b = spec.substr(colon + 1);
+  if (!number(a, lo) || !number(b, hi))
+    return "--sweep " + name + "=LO:HI: expected two finite numbers, found '" + a + "' and '" + b + "'";
   return {};
 }
 
@@ -97,6 +114,10 @@ int run_solve_batch(const SolveOptions& opt) {
   double sigma = 0;
   if (!opt.vary.empty())
     if (std::string why = parse_vary(opt.vary, sigma); !why.empty()) return usage(why);
+  std::string sweep_name;
+  double sweep_lo = 0, sweep_hi = 0;
+  if (!opt.sweep.empty())
+    if (std::string why = parse_sweep(opt.sweep, sweep_name, sweep_lo, sweep_hi); !why.empty()) return usage(why);
 
   std::vector<std::string> overrides = opt.overrides;
   if (!opt.linsys.empty()) overrides.push_back("solver.linsys=" + opt.linsys);
@@ -148,6 +169,20 @@ int run_solve_batch(const SolveOptions& opt) {
     return kExitInput;
   }
   for (int i = 0; i < B; ++i) batch->set_initial_state(i, x0[static_cast<std::size_t>(i)]);
+  const auto swept = [&](int i) { return B == 1 ? sweep_lo : sweep_lo + (sweep_hi - sweep_lo) * i / (B - 1); };
+  if (!sweep_name.empty()) {
+    try {
+      for (int i = 0; i < B; ++i) batch->set_model_parameters(i, {{sweep_name, {swept(i)}}});
+    } catch (const problems::ProblemError& e) {
+      // The error has no file position (the value comes from the command line): named by the file.
+      std::string what = e.what();
+      if (what.rfind("<problem>: ", 0) == 0) what.erase(0, sizeof("<problem>: ") - 1);
+      fmt::print(stderr, "{}: --sweep {}: {}\n", opt.file.c_str(), opt.sweep.c_str(), what.c_str());
+      return kExitInput;
+    } catch (const std::invalid_argument& e) {
+      return usage(std::string("--sweep: ") + e.what());
+    }
+  }
   const auto t0 = std::chrono::steady_clock::now();
   const int solved = batch->solve();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -162,7 +197,9 @@ int run_solve_batch(const SolveOptions& opt) {
   const std::string vary =
       !opt.vary_file.empty() ? "x0 from " + opt.vary_file
       : sigma > 0 ? fmt::format("x0 + {:g} N(0, 1) (mt19937_64 seed {}; problem 0 unperturbed)", sigma, kVarySeed)
-                  : std::string("none (B identical copies)");
+                  : std::string(sweep_name.empty() ? "none (B identical copies)" : "none");
+  const std::string sweep =
+      sweep_name.empty() ? std::string() : fmt::format("{} from {:g} to {:g}, evenly", sweep_name, sweep_lo, sweep_hi);
 
   if (opt.format == "json") {
     nlohmann::ordered_json j;
@@ -172,6 +209,7 @@ int run_solve_batch(const SolveOptions& opt) {
     j["threads"] = batch->threads();
     j["path"] = solver::to_string(batch->path());
     j["vary"] = vary;
+    if (!sweep.empty()) j["sweep"] = {{"parameter", sweep_name}, {"from", sweep_lo}, {"to", sweep_hi}};
     j["solved"] = solved;
     nlohmann::ordered_json by_status = nlohmann::ordered_json::object();
     for (int s = 0; s < solver::kStatusCount; ++s)
@@ -183,20 +221,24 @@ int run_solve_batch(const SolveOptions& opt) {
     nlohmann::ordered_json problems = nlohmann::ordered_json::array();
     for (int i = 0; i < B; ++i) {
       const solver::Solution& sol = batch->solution(i);
-      problems.push_back({{"index", i},
-                          {"status", solver::to_string(sol.status)},
-                          {"message", std::string(sol.message())},
-                          {"iterations", sol.iterations},
-                          {"cost", json_number(sol.cost)},
-                          {"seconds", json_number(batch->stats(i).time.total)}});
+      nlohmann::ordered_json row = {{"index", i}};
+      if (!sweep.empty()) row[sweep_name] = swept(i);
+      row["status"] = solver::to_string(sol.status);
+      row["message"] = std::string(sol.message());
+      row["iterations"] = sol.iterations;
+      row["cost"] = json_number(sol.cost);
+      row["seconds"] = json_number(batch->stats(i).time.total);
+      problems.push_back(std::move(row));
     }
     j["problems"] = std::move(problems);
     fmt::print("{}\n", j.dump(2).c_str());
   } else if (opt.format == "csv") {
-    std::string out = "index,status,iterations,cost,seconds\n";
+    std::string out = sweep.empty() ? "index,status,iterations,cost,seconds\n"
+                                    : "index," + sweep_name + ",status,iterations,cost,seconds\n";
     for (int i = 0; i < B; ++i) {
       const solver::Solution& sol = batch->solution(i);
-      out += fmt::format("{},{},{},{},{}\n", i, solver::to_string(sol.status), sol.iterations, csv_number(sol.cost),
+      out += fmt::format("{},{}{},{},{},{}\n", i, sweep.empty() ? std::string() : csv_number(swept(i)) + ",",
+                         solver::to_string(sol.status), sol.iterations, csv_number(sol.cost),
                          csv_number(batch->stats(i).time.total));
     }
     std::fputs(out.c_str(), stdout);
@@ -214,14 +256,18 @@ int run_solve_batch(const SolveOptions& opt) {
                batch->device_path_refusal().empty() ? std::string()
                                                     : " (not the device path: " + batch->device_path_refusal() + ")");
     fmt::print("vary             {}\n", vary.c_str());
+    if (!sweep.empty()) fmt::print("sweep            {}\n", sweep.c_str());
     fmt::print("statuses         {}\n", statuses.c_str());
     fmt::print("time             {:.3f} ms wall, {:.3f} ms per problem (one solve: mean {:.3f} ms, max {:.3f} ms)\n",
                1e3 * wall, 1e3 * wall / B, 1e3 * sum / B, 1e3 * worst);
     fmt::print("memory           {} bytes allocated at creation\n", batch->bytes_allocated());
-    fmt::print("\n problem  {:<18} {:>10}  {}\n", "status", "iterations", "cost");
+    const std::string column = sweep.empty() ? std::string() : fmt::format("{:>12}  ", sweep_name);
+    fmt::print("\n problem  {}{:<18} {:>10}  {}\n", column.c_str(), "status", "iterations", "cost");
     for (int i = 0; i < B; ++i) {
       const solver::Solution& sol = batch->solution(i);
-      fmt::print(" {:7}  {:<18} {:>10}  {:.12g}\n", i, solver::to_string(sol.status), sol.iterations, sol.cost);
+      const std::string value = sweep.empty() ? std::string() : fmt::format("{:>12.6g}  ", swept(i));
+      fmt::print(" {:7}  {}{:<18} {:>10}  {:.12g}\n", i, value.c_str(), solver::to_string(sol.status), sol.iterations,
+                 sol.cost);
     }
   }
   std::fflush(stdout);

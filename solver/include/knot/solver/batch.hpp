@@ -4,7 +4,7 @@
 // references and iterate, set through the per-problem setters; every problem is solved by the same
 // SQP as Solver, so problem i's solution is bitwise the one a separate Solver would return from the
 // same data, whatever the thread count. Per problem: the initial state, references, the bounds of
-// box constraints, the iterate, and on backend cpu the model's parameters (set_model).
+// box constraints, the iterate, the model's parameters (set_model).
 //
 // Two paths (BatchOptions::path). The solvers path: B Solver instances, every option and term Solver
 // has. The device path: the per-knot phases of device/sqp.hpp on the problem compiled to plain data
@@ -61,6 +61,8 @@ class BatchEngine {
   virtual const IterationStats* rows(int i) const = 0;
   virtual int threads() const = 0;           // threads per problem (the block size)
   virtual std::size_t device_bytes() const = 0;
+  // Problem i's compiled model (an arena of the batch's layout); empty on success, else the failed call.
+  virtual std::string set_arena(int i, std::span<const unsigned char> arena) = 0;
 };
 // Builds the engine for B problems or returns null with the reason in *error.
 using BatchEngineFactory = std::unique_ptr<BatchEngine> (*)(const device::BatchProblemData& data,
@@ -124,8 +126,8 @@ class BatchSolver {
   // Problem i's model replaced by `model` for its next solves (the others keep theirs): a model of
   // the same type and shape (problems::model_swap_refusal), typically problems::with_parameters of
   // model(i). Throws std::invalid_argument with the reason (on the device path also when the model
-  // compiles to another layout), std::logic_error on backend cuda (one model for the whole batch
-  // there). Allocates problem i's model data.
+  // compiles to another layout); on backend cuda the compiled model is copied to the GPU now
+  // (std::runtime_error when that fails). Allocates problem i's model data.
   void set_model(int i, std::shared_ptr<const problems::Model> model);
   // set_model(i, problems::with_parameters(model(i), changes)); a bad name or value throws
   // problems::ProblemError (key model.params.<name>).

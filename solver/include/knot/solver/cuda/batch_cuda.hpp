@@ -44,6 +44,9 @@ class CudaBatch {
   double* slice(int i);
   double* iterate(int i);
   std::size_t iterate_size() const;  // doubles of one iterate
+  // Problem i's model: `bytes` of a compiled arena with the batch's layout (device::same_layout),
+  // copied to the device now (every problem has its arena copy, made at creation). Allocates nothing.
+  Status set_arena(int i, const unsigned char* arena, std::size_t bytes);
   // Runs every problem from its staged iterate and waits; afterwards iterate(i), result(i), rows(i)
   // hold problem i's answer. Allocates nothing.
   Status solve();
