@@ -91,5 +91,28 @@ TEST(BatchAlloc, SolveAllocatesNothing) {
   expect_allocation_free("iiwa14_gravity_limits", 2, 2, true);
 }
 
+// After set_model_parameters (which allocates the new model), the solves allocate nothing, on both
+// paths.
+TEST(BatchAlloc, SolveAfterAModelChangeAllocatesNothing) {
+  const problems::Problem p = load_config("pendulum_swingup");
+  for (bool device : {false, true}) {
+    SCOPED_TRACE(device ? "device path" : "solvers path");
+    solver::BatchOptions o;
+    o.threads = 2;
+    if (device) {
+      o.solver = solver::device::device_path_options(solver::from_settings(p.solver));
+      o.path = solver::BatchPath::Device;
+    }
+    solver::BatchSolver batch(p, 3, o);
+    batch.set_model_parameters(1, {{"mass", {1.3}}});
+    EXPECT_GT(allocations_during([&] { batch.set_model_parameters(2, {{"mass", {0.8}}}); }), 0);
+    EXPECT_EQ(allocations_during([&] {
+                batch.solve();
+                batch.solve();
+              }),
+              0);
+  }
+}
+
 }  // namespace
 }  // namespace knot::test
