@@ -208,7 +208,7 @@ TEST(DeviceSqp, TrialPointsAtOnceGiveBitwiseTheSameSolve) {
     const int want_backtracks = backtracks(one);
     EXPECT_GT(want_backtracks, 0) << label;
     // (trials, threads): 0 threads is the serial group
-    for (const auto [trials, threads] : {std::pair{2, 0}, {3, 0}, {8, 0}, {3, 2}, {8, 3}}) {
+    for (const auto& [trials, threads] : {std::pair{2, 0}, {3, 0}, {8, 0}, {3, 2}, {8, 3}}) {
       DeviceSqp d(p, o, 7, trials);
       ASSERT_EQ(d.trials(), trials);
       if (threads == 0)
