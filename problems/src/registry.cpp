@@ -218,8 +218,7 @@ std::shared_ptr<const Model> with_parameters(const Model& model, const std::vect
   if (model.type() == "expression") {
     std::vector<std::string> names;
     std::vector<double> values;
-    for (const ModelParameter& c : changes) {
-      if (std::find(known.begin(), known.end(), c.name) == known.end()) unknown(c.name);
+    for (const ModelParameter& c : changes) {  // names are checked where the symbols are
       if (c.values.size() != 1)
         throw ProblemError(SourceLocation{}, "model.params." + c.name, "one number",
                            std::to_string(c.values.size()) + " values");

@@ -140,8 +140,8 @@ struct BatchSolver::Impl {
   std::vector<Solution> engine_solutions;
   std::vector<Stats> device_stats;     // per problem, capacity max_iter + 1 rows
   std::vector<double> seconds;         // cpu device path: each problem's solve time
-  problems::Problem base;              // cpu device path: the problem, to compile other models into
-  std::vector<std::shared_ptr<const problems::Model>> models;  // cpu device path: problem i's model
+  problems::Problem base;              // device path: the problem, to compile other models into
+  std::vector<std::shared_ptr<const problems::Model>> models;  // device path: problem i's model
 
   // ---- The pool.
   std::vector<std::thread> workers;
@@ -470,18 +470,16 @@ void BatchSolver::set_model(int i, std::shared_ptr<const problems::Model> model)
   if (m.path == BatchPath::Solvers) return m.at(i).set_model(std::move(model));
   problems::Problem p = m.base;
   p.model = model;
-  if (m.engine) {
-    const device::BatchProblemData d = device::compile_batch_problem(p);
-    if (!device::same_layout(d.problem, m.data.problem))
-      throw std::invalid_argument("BatchSolver::set_model: expected a model compiled to the problem's layout (" +
-                                  std::to_string(m.data.problem.arena_bytes) + " arena bytes), found another (" +
-                                  std::to_string(d.problem.arena_bytes) +
-                                  "): an expression model whose parameters fold its tape to another length");
-    if (std::string error = m.engine->set_arena(i, d.arena); !error.empty())
-      throw std::runtime_error("BatchSolver: backend cuda: " + error);
-  } else {
-    m.devices[static_cast<std::size_t>(i)].set_model(p);  // throws on another layout
+  std::vector<unsigned char> arena;
+  try {
+    arena = device::recompiled_arena(p, m.compiled().problem);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("BatchSolver::set_model: ") + e.what());
   }
+  if (!m.engine)
+    m.devices[static_cast<std::size_t>(i)].set_arena(std::move(arena));
+  else if (std::string error = m.engine->set_arena(i, arena); !error.empty())
+    throw std::runtime_error("BatchSolver: backend cuda: " + error);
   m.models[static_cast<std::size_t>(i)] = std::move(model);
 }
 

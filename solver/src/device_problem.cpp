@@ -401,6 +401,16 @@ void set_slice_bounds(const BatchProblemData& d, double* slice, std::string_view
   std::copy(upper.begin(), upper.end(), slice + r->upper);
 }
 
+std::vector<unsigned char> recompiled_arena(const problems::Problem& p, const BatchProblem& layout) {
+  BatchProblemData d = compile_batch_problem(p);
+  if (!same_layout(d.problem, layout))
+    throw std::invalid_argument("expected a model compiled to the problem's layout (" +
+                                std::to_string(layout.arena_bytes) + " arena bytes), found another (" +
+                                std::to_string(d.problem.arena_bytes) +
+                                "): an expression model whose parameters fold its tape to another length");
+  return std::move(d.arena);
+}
+
 bool same_layout(const BatchProblem& a, const BatchProblem& b) {
   const auto fields = [](const BatchProblem& p) {
     return std::tuple(p.nx, p.nu, p.N, p.nq, p.dt, p.integrator, p.model, p.discrete, p.velocity_rows, p.model_params,

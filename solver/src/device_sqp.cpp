@@ -171,13 +171,11 @@ void DeviceSqp::set_initial_state(std::span<const double> x0) {
 }
 
 void DeviceSqp::set_model(const problems::Problem& problem) {
-  BatchProblemData d = compile_batch_problem(problem);
-  if (!same_layout(d.problem, data_.problem))
-    throw std::invalid_argument("DeviceSqp::set_model: expected a model compiled to the problem's layout (" +
-                                std::to_string(data_.problem.arena_bytes) + " arena bytes), found another (" +
-                                std::to_string(d.problem.arena_bytes) +
-                                "): an expression model whose parameters fold its tape to another length");
-  data_.arena = std::move(d.arena);
+  try {
+    data_.arena = recompiled_arena(problem, data_.problem);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("DeviceSqp::set_model: ") + e.what());
+  }
 }
 
 void DeviceSqp::set_initial_guess(std::span<const double> x, std::span<const double> u) {

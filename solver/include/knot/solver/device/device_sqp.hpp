@@ -50,6 +50,8 @@ class DeviceSqp {
   // std::invalid_argument when the compiled layout differs (an expression model whose parameters
   // fold its tape to another length). Allocates the new arena.
   void set_model(const problems::Problem& problem);
+  // The arena recompiled_arena returns for this problem with another model.
+  void set_arena(std::vector<unsigned char> arena) { data_.arena = std::move(arena); }
   // The primal starting point ((N+1) nx and N nu values).
   void set_initial_guess(std::span<const double> x, std::span<const double> u);
   // The problem's per-problem values (x0, references, bounds): compile_batch_problem's slice layout.

@@ -167,6 +167,10 @@ std::string device_path_unsupported(const problems::Problem& p);
 
 // Every size and offset of a and b equal: the arena of one fits the other's slices and arrays.
 bool same_layout(const BatchProblem& a, const BatchProblem& b);
+// The arena of p, a problem compiled before to `layout` and now holding another model (the
+// per-problem models of BatchSolver::set_model). Throws std::invalid_argument when p compiles to
+// another layout (an expression model whose parameters fold its tape to another length).
+std::vector<unsigned char> recompiled_arena(const problems::Problem& p, const BatchProblem& layout);
 
 // Writers of one problem's slice (P.slice_size doubles). Each throws std::invalid_argument on a
 // wrong size or an unknown name.

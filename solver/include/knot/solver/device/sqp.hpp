@@ -51,7 +51,7 @@ struct DeviceOptions {
   double armijo = 1e-4, backtrack = 0.5, min_step = 1e-10, penalty_margin = 1e-3, penalty_max = 1e12;
   // Trial points of the line search evaluated at once (alpha, alpha b, ..., alpha b^(trials-1)), then
   // judged in that order: the members a group has beyond one per knot evaluate the backtracks the
-  // search may need, at no change to the result. 0: auto_trials (the group's spare members).
+  // search may need, at no change to the result. 0: the group's spare members (resolve_trials).
   int trials = 0;
 };
 
