@@ -8,7 +8,7 @@
 #include <type_traits>
 
 #include "knot/solver/device/riccati.hpp"
-#include "test_lq_common.hpp"
+#include "device_lq_common.hpp"
 
 namespace knot::test {
 namespace {
@@ -24,54 +24,6 @@ using solver::device::StepView;
 
 constexpr double kEps = std::numeric_limits<double>::epsilon();
 constexpr float kEpsF = std::numeric_limits<float>::epsilon();
-
-// One problem in the device layout: the LqView's arrays, the step and the scratch, each one block
-// of T; the step and the scratch start as NaN so that an element read before it is written shows.
-template <class T>
-struct DeviceLq {
-  int nx, nu, N;
-  std::vector<T> data, step, scratch;
-  LqView<T> lq;
-  StepView<T> out;
-
-  explicit DeviceLq(const LqData& d)
-      : nx(d.nx),
-        nu(d.nu),
-        N(d.N),
-        data(LqView<T>::size(d.nx, d.nu, d.N)),
-        step(StepView<T>::size(d.nx, d.nu, d.N), std::numeric_limits<T>::quiet_NaN()),
-        scratch(riccati_scratch_size<T>(d.nx, d.nu, d.N), std::numeric_limits<T>::quiet_NaN()) {
-    lq = LqView<T>::carve(nx, nu, N, data.data());
-    out = StepView<T>::carve(nx, nu, N, step.data());
-    load(d);
-  }
-  DeviceLq(const DeviceLq&) = delete;
-  DeviceLq& operator=(const DeviceLq&) = delete;
-
-  // The data of d (its sizes) into the view, converted to T.
-  void load(const LqData& d) {
-    const auto put_all = [](const std::vector<double>& src, T* dst) {
-      for (std::size_t i = 0; i < src.size(); ++i) dst[i] = static_cast<T>(src[i]);
-    };
-    put_all(d.A, lq.A);
-    put_all(d.B, lq.B);
-    put_all(d.c, lq.c);
-    put_all(d.Q, lq.Q);
-    put_all(d.R, lq.R);
-    put_all(d.S, lq.S);
-    put_all(d.q, lq.q);
-    put_all(d.r, lq.r);
-    put_all(d.x_init, lq.x_init);
-  }
-
-  LqSolution solution() const {
-    LqSolution s(nx, nu, N);
-    for (std::size_t i = 0; i < s.x.size(); ++i) s.x[i] = static_cast<double>(out.x[i]);
-    for (std::size_t i = 0; i < s.u.size(); ++i) s.u[i] = static_cast<double>(out.u[i]);
-    for (std::size_t i = 0; i < s.lambda.size(); ++i) s.lambda[i] = static_cast<double>(out.lambda[i]);
-    return s;
-  }
-};
 
 enum class Call { Solve, Resolve };
 

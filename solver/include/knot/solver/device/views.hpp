@@ -96,6 +96,7 @@ enum class DeviceLqStatus : int {
   Solved = 0,
   NotPositiveDefinite = 1,  // the stage `failed_stage` of the result
   NonFinite = 2,
+  MaxIterations = 3,  // the Schur step's refinement stalled above its tolerance (schur.hpp)
 };
 
 struct DeviceLqResult {
