@@ -74,7 +74,7 @@ struct CudaBatch::Impl {
   template <class T>
   Status allocate_and_capture() {
     const device::BatchProblem& P = data.problem;
-    array_stride = device::SqpArrays<T>::size(P, options.max_iter, threads, options.trials);
+    array_stride = device::SqpArrays<T>::size(P, options, threads, options.trials);
     const std::size_t B = static_cast<std::size_t>(batch), rows_per = static_cast<std::size_t>(options.max_iter) + 1;
     const auto dmalloc = [&](auto** ptr, std::size_t n, const char* what) -> Status {
       KNOT_BATCH_TRY(cudaMalloc(reinterpret_cast<void**>(ptr), n), what);

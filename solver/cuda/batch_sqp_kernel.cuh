@@ -16,7 +16,7 @@ __global__ void batch_sqp_kernel(device::BatchProblem P, const unsigned char* ar
   const int p = static_cast<int>(blockIdx.x);
   if (p >= batch) return;  // the whole block leaves together
   linalg::BlockGroup g;
-  const device::SqpArrays<T> a = device::SqpArrays<T>::carve(P, o.max_iter, o.trials, arrays + p * array_stride);
+  const device::SqpArrays<T> a = device::SqpArrays<T>::carve(P, o, o.trials, arrays + p * array_stride);
   double* it = iterates + p * iterate_stride;
   for (std::size_t i = g.rank(); i < iterate_stride; i += g.size()) a.x[i] = T(it[i]);
   g.sync();

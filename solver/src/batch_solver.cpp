@@ -232,8 +232,10 @@ struct BatchSolver::Impl {
     Stats& st = device_stats[static_cast<std::size_t>(i)];
     st.iterations = r.iterations;
     st.rows = r.rows;
-    st.linsys = Linsys::Riccati;
+    st.linsys = r.linsys == 1 ? Linsys::Bdsv : r.linsys == 2 ? Linsys::Pcg : Linsys::Riccati;
     st.lq_solves = r.lq_solves;
+    st.lq_iterations = r.lq_iterations;
+    st.riccati_fallbacks = r.riccati_fallbacks;
     st.regularized = r.regularized;
     st.restorations = r.restorations;
     st.max_regularization = r.max_regularization;

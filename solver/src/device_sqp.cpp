@@ -17,8 +17,8 @@ std::string device_sqp_unsupported(const problems::Problem& problem, const Solve
     return std::string("solver.hessian: the device path takes Gauss-Newton steps only, found ") + to_string(o.hessian);
   const Linsys linsys =
       o.lq.linsys == Linsys::Auto ? lq_auto_linsys(problem.nx(), problem.nu(), problem.horizon.N) : o.lq.linsys;
-  if (linsys != Linsys::Riccati)
-    return std::string("solver.linsys: the device path's LQ step is the Riccati recursion, found ") + to_string(linsys);
+  if (linsys == Linsys::KktLdlt)
+    return std::string("solver.linsys: the device path's LQ step is riccati, bdsv or pcg, found ") + to_string(linsys);
   if (o.time_limit > 0) return "solver.time_limit: the device path has no wall-clock limit";
   if (o.real_time_iteration) return "solver.real_time_iteration: not on the device path";
   return {};
@@ -26,7 +26,7 @@ std::string device_sqp_unsupported(const problems::Problem& problem, const Solve
 
 SolverOptions device_path_options(SolverOptions options) {
   options.hessian = Hessian::GaussNewton;
-  options.lq.linsys = Linsys::Riccati;
+  if (options.lq.linsys != Linsys::Bdsv && options.lq.linsys != Linsys::Pcg) options.lq.linsys = Linsys::Riccati;
   return options;
 }
 
@@ -62,6 +62,20 @@ DeviceOptions device_options(const SolverOptions& s) {
   o.min_step = s.min_step;
   o.penalty_margin = s.penalty_margin;
   o.penalty_max = s.penalty_max;
+  const LqOptions& lq = s.lq;
+  o.linsys = lq.linsys == Linsys::Bdsv ? 1 : lq.linsys == Linsys::Pcg ? 2 : 0;
+  o.schur.pcg = lq.linsys == Linsys::Pcg;
+  o.schur.stair = lq.preconditioner == Preconditioner::Stair;
+  o.schur.pcg_rel_tol = lq.pcg_rel_tol;
+  o.schur.pcg_max_iters = lq.pcg_max_iters;
+  o.schur.pcg_warm_start = lq.pcg_warm_start;
+  o.schur.schur_reg = lq.schur_reg;
+  o.schur.max_refinement = lq.max_refinement;
+  o.schur.refine_tol = lq.refine_tol;
+  o.schur.pcg_direct_fallback = lq.pcg_direct_fallback;
+  o.schur.riccati_fallback = lq.riccati_fallback;
+  o.schur.inexact_rollout = lq.inexact_rollout;
+  o.lq_forcing = s.lq_forcing;
   return o;
 }
 
@@ -120,6 +134,12 @@ void format_device_message(const DeviceResult& r, char* out, std::size_t size) {
     case DeviceDetail::FilterRejected:
       std::snprintf(p, left, "the filter rejected every step down to %.3g at iteration %d", v[0], r.iteration);
       break;
+    case DeviceDetail::LqStalled:
+      std::snprintf(p, left,
+                    "the %s LQ step stalled at KKT residual %.3g, above the iterate's KKT error %.3g (asked %.3g), at "
+                    "iteration %d",
+                    r.linsys == 2 ? "pcg" : "bdsv", v[0], v[1], v[2], r.iteration);
+      break;
     case DeviceDetail::GlobalizationNoneInfeasible:
       std::snprintf(p, left, "globalization none stopped with infeasibility %.3g > tol_feasibility", v[0]);
       break;
@@ -146,7 +166,7 @@ DeviceSqp::DeviceSqp(const problems::Problem& problem, const SolverOptions& opti
   trials_ = resolve_trials(trials, max_group_, P.N);
   options_.trials = trials_;
   slice_ = data_.slice;
-  arrays_.assign(SqpArrays<double>::size(P, options_.max_iter, max_group_, trials_), 0.0);
+  arrays_.assign(SqpArrays<double>::size(P, options_, max_group_, trials_), 0.0);
   rows_.assign(static_cast<std::size_t>(options_.max_iter) + 1, IterationStats{});
   solution_.nx = P.nx;
   solution_.nu = P.nu;
@@ -185,7 +205,7 @@ void DeviceSqp::set_initial_guess(std::span<const double> x, std::span<const dou
     throw std::invalid_argument("DeviceSqp::set_initial_guess: expected " + std::to_string(nxs) + " and " +
                                 std::to_string(nus) + " values, found " + std::to_string(x.size()) + " and " +
                                 std::to_string(u.size()));
-  const SqpArrays<double> a = SqpArrays<double>::carve(P, options_.max_iter, trials_, arrays_.data());
+  const SqpArrays<double> a = SqpArrays<double>::carve(P, options_, trials_, arrays_.data());
   std::copy(x.begin(), x.end(), a.x);
   std::copy(u.begin(), u.end(), a.u);
 }
@@ -198,7 +218,7 @@ Status DeviceSqp::solve() {
 
 void DeviceSqp::publish() {
   const BatchProblem& P = data_.problem;
-  const SqpArrays<double> a = SqpArrays<double>::carve(P, options_.max_iter, trials_, arrays_.data());
+  const SqpArrays<double> a = SqpArrays<double>::carve(P, options_, trials_, arrays_.data());
   std::copy(a.x, a.x + solution_.x.size(), solution_.x.begin());
   std::copy(a.u, a.u + solution_.u.size(), solution_.u.begin());
   std::copy(a.lambda, a.lambda + solution_.lambda.size(), solution_.lambda.begin());

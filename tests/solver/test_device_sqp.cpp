@@ -182,6 +182,73 @@ TEST(DeviceSqp, EveryGroupSizeGivesBitwiseTheSameSolve) {
   }
 }
 
+// The Schur backends (bdsv; pcg with its stair preconditioner) on the device path against Solver on
+// the same backend, on every config that fits: at the default inexact-Newton tolerance (lq_forcing
+// 1e-4, the Riccati fallback on) the same status, iterations and cost; with every step solved to
+// rounding (lq_forcing 0) also the same path, iteration by iteration. (At 1e-4 each step is exact
+// only to E min(1e-4, E), so two implementations' iterates differ at about that level: cart-pole's
+// feasibility 0.131827 against 0.131826 at iteration 1, on one path to the same optimum.)
+TEST(DeviceSqp, AgreesWithSolverOnTheSchurBackends) {
+  for (const double forcing : {1e-4, 0.0}) {
+    for (const solver::Linsys linsys : {solver::Linsys::Bdsv, solver::Linsys::Pcg}) {
+      int fitted = 0, pcg_iterations = 0, same_iterations = 0;
+      for (const std::string& name : config_names()) {
+        problems::Problem p = load_config(name);
+        SolverOptions o = device_fit(p);
+        o.lq.linsys = linsys;
+        o.lq_forcing = forcing;
+        if (!solver::device::device_sqp_unsupported(p, o).empty()) continue;
+        if (kUnderSanitizer && p.nx() > 8) continue;
+        ++fitted;
+        Solver s(p, o);
+        s.solve();
+        DeviceSqp d(p, o);
+        d.solve();
+        const std::string label = name + " " + solver::to_string(linsys) + " forcing " + std::to_string(forcing);
+        EXPECT_EQ(disagreement(s.solution(), d.solution()), "") << label;
+        EXPECT_EQ(d.result().linsys, linsys == solver::Linsys::Bdsv ? 1 : 2) << label;
+        // Both fall back to Riccati on the same kind of problem (an indefinite stage); the counts
+        // are not compared: which iterations meet one depends on the path, which rounding moves.
+        EXPECT_EQ(d.result().riccati_fallbacks > 0, s.stats().riccati_fallbacks > 0) << label;
+        same_iterations += s.solution().iterations == d.solution().iterations;
+        pcg_iterations += d.result().lq_iterations;
+        std::printf("  %-30s %-4s %-6g %-17s %3d iterations (Solver %3d)  cost %.12g (Solver %.12g)  fallbacks %d (%d)\n",
+                    name.c_str(), solver::to_string(linsys), forcing, solver::to_string(d.solution().status),
+                    d.solution().iterations, s.solution().iterations, d.solution().cost, s.solution().cost,
+                    d.result().riccati_fallbacks, s.stats().riccati_fallbacks);
+      }
+      EXPECT_GE(fitted, kUnderSanitizer ? 7 : 10);
+      std::printf("  %s forcing %g: %d of %d configs take Solver's iteration count\n", solver::to_string(linsys),
+                  forcing, same_iterations, fitted);
+      if (linsys == solver::Linsys::Pcg) {
+        EXPECT_GT(pcg_iterations, 0);
+      }
+    }
+  }
+}
+
+// The Schur steps on every group size: bitwise the serial group's solve.
+TEST(DeviceSqp, SchurBackendsGiveBitwiseTheSameSolveOnEveryGroupSize) {
+  for (const solver::Linsys linsys : {solver::Linsys::Bdsv, solver::Linsys::Pcg}) {
+    for (const char* name : {"cartpole_swingup", "pendulum_swingup", "double_integrator_rest_to_rest"}) {
+      problems::Problem p = load_config(name);
+      SolverOptions o = device_fit(p);
+      o.lq.linsys = linsys;
+      DeviceSqp d(p, o, 7);
+      d.solve();
+      const Snapshot serial = snapshot(d);
+      EXPECT_TRUE(solver::is_solved(serial.status)) << name;
+      for (int threads : {2, 3, 7}) {
+        std::vector<double> x, u;
+        solver::default_initial_guess(p, x, u);
+        d.set_initial_guess(x, u);
+        linalg::run_threaded(threads, [&](linalg::ThreadedGroup& g) { d.solve_on(g); });
+        EXPECT_TRUE(snapshot(d) == serial) << name << " " << solver::to_string(linsys) << " on " << threads << " threads";
+      }
+    }
+  }
+}
+
 // Several trial points of the line search evaluated at once (DeviceOptions::trials) are judged in
 // the order one at a time would: bitwise the same solve and the same backtracks, for the filter and
 // the merit search, on a serial group and on threaded ones. The configs are those that backtrack
@@ -376,8 +443,12 @@ TEST(DeviceSqp, RefusalsNameTheOptionOrTerm) {
   o.hessian = solver::Hessian::Auto;
   EXPECT_NE(solver::device::device_sqp_unsupported(p, o).find("solver.hessian"), std::string::npos);
   o = device_fit(p);
-  o.lq.linsys = solver::Linsys::Pcg;
+  o.lq.linsys = solver::Linsys::KktLdlt;
   EXPECT_NE(solver::device::device_sqp_unsupported(p, o).find("solver.linsys"), std::string::npos);
+  for (const solver::Linsys fits : {solver::Linsys::Bdsv, solver::Linsys::Pcg, solver::Linsys::Riccati}) {
+    o.lq.linsys = fits;
+    EXPECT_EQ(solver::device::device_sqp_unsupported(p, o), "") << solver::to_string(fits);
+  }
   o = device_fit(p);
   o.time_limit = 1;
   EXPECT_NE(solver::device::device_sqp_unsupported(p, o).find("time_limit"), std::string::npos);

@@ -21,14 +21,14 @@
 namespace knot::solver::device {
 
 // Why `problem` with `options` cannot run on the device path (a message naming the term, model or
-// option), or empty when it can. The options: Gauss-Newton Hessian, the Riccati LQ step (linsys
-// riccati, or auto where it picks riccati), no time limit, no real-time iteration.
+// option), or empty when it can. The options: Gauss-Newton Hessian, an LQ step by riccati, bdsv or
+// pcg (linsys auto picks riccati), no time limit, no real-time iteration.
 std::string device_sqp_unsupported(const problems::Problem& problem, const SolverOptions& options);
 
 DeviceOptions device_options(const SolverOptions& options);
 
-// `options` with what the device path needs of them: the Gauss-Newton Hessian and the Riccati LQ
-// step; every other field as given.
+// `options` with what the device path needs of them: the Gauss-Newton Hessian, and the Riccati LQ
+// step unless bdsv or pcg is asked for; every other field as given.
 SolverOptions device_path_options(SolverOptions options);
 
 // Solver's message for a device result ("filter line search stalled at ...").
@@ -64,7 +64,7 @@ class DeviceSqp {
   template <class G>
   void solve_on(G& g) {
     if (g.size() > max_group_) throw std::invalid_argument("DeviceSqp::solve_on: group larger than max_group");
-    const SqpArrays<double> a = SqpArrays<double>::carve(data_.problem, options_.max_iter, trials_, arrays_.data());
+    const SqpArrays<double> a = SqpArrays<double>::carve(data_.problem, options_, trials_, arrays_.data());
     sqp_solve(g, data_.problem, data_.arena.data(), slice_.data(), options_, a, &result_, rows_.data());
     if (g.rank() == 0) publish();
     g.sync();

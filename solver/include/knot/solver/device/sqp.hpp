@@ -4,11 +4,12 @@
 // sqp_restore.cpp; docs/solver.md derives it) restated on raw arrays so that it runs on a
 // SerialGroup, on a ThreadedGroup and in a CUDA block: Gauss-Newton steps, the interior point for
 // inequality rows (central start with its probe step, monotone barrier update, fraction to the
-// boundary), stabilized equality rows, objective scaling, the Riccati LQ step with Hessian
-// regularization, the filter, merit or no line search with the rollout fallback, and the solved /
-// acceptable tests. What it leaves out (a problem or options asking for them do not fit the device
-// path, device_sqp_unsupported says so): the exact Hessian (hessian exact or auto), the Schur
-// backends, control-rate costs, the time limit and the iteration callback, warm starts after
+// boundary), stabilized equality rows, objective scaling, the LQ step (the Riccati recursion, or
+// the Schur complement by bdsv or pcg with Solver's inexact-Newton tolerance, schur.hpp) with
+// Hessian regularization, the filter, merit or no line search with the rollout fallback, and the
+// solved / acceptable tests. What it leaves out (a problem or options asking for them do not fit the
+// device path, device_sqp_unsupported says so): the exact Hessian (hessian exact or auto), the
+// kkt_ldlt backend, control-rate costs, the time limit and the iteration callback, warm starts after
 // shift().
 //
 // Execution model (docs/batch.md): the arrays of SqpArrays are shared by the group; per-knot and
@@ -27,6 +28,7 @@
 #include "knot/solver/device/linearize.hpp"
 #include "knot/solver/device/problem.hpp"
 #include "knot/solver/device/riccati.hpp"
+#include "knot/solver/device/schur.hpp"
 #include "knot/solver/device/views.hpp"
 #include "knot/solver/stats.hpp"
 #include "knot/solver/status.hpp"
@@ -53,7 +55,18 @@ struct DeviceOptions {
   // judged in that order: the members a group has beyond one per knot evaluate the backtracks the
   // search may need, at no change to the result. 0: the group's spare members (resolve_trials).
   int trials = 0;
+  // The LQ step: 0 Riccati, 1 bdsv, 2 pcg (schur.pcg says the same). The Schur backends' steps are
+  // held to a KKT residual of E min(lq_forcing, E), E the barrier problem's KKT error (Solver's rule).
+  int linsys = 0;
+  SchurOptions schur;
+  double lq_forcing = 1e-4;
 };
+
+// Scalars of the LQ step's scratch: Riccati's, or the Schur step's (which holds Riccati's fallback).
+template <class T>
+KNOT_HD std::size_t lq_scratch_size(const BatchProblem& P, const DeviceOptions& o) {
+  return o.linsys == 0 ? riccati_scratch_size<T>(P.nx, P.nu, P.N) : schur_scratch_size<T>(P.nx, P.nu, P.N, o.schur);
+}
 
 inline constexpr int kMaxTrials = 8;
 
@@ -79,6 +92,7 @@ enum class DeviceDetail : int {
   FilterStalledInfeasible,  // value[0] = feasibility
   FilterRejected,           // value[0] = alpha_min
   GlobalizationNoneInfeasible,  // value[0] = feasibility
+  LqStalled,  // value[0..2]: the Schur step's KKT residual, the iterate's KKT error, the tolerance asked
 };
 
 struct DeviceResult {
@@ -89,6 +103,8 @@ struct DeviceResult {
   double mu = 0;       // barrier parameter at the end, unscaled
   double obj_scale = 1;
   int regularized = 0, restorations = 0, lq_solves = 0;
+  int linsys = 0;  // DeviceOptions::linsys of the solve
+  int lq_iterations = 0, riccati_fallbacks = 0;  // Schur steps: pcg iterations; Riccati fallbacks
   double max_regularization = 0;
   DeviceDetail detail = DeviceDetail::None;
   Status cause = Status::NotRun;  // AcceptableAt: the status it replaced
@@ -125,11 +141,12 @@ struct SqpArrays {
   T* trial_cost;  // trials (N+1) per-knot costs of the trial points
   T* probe_save;  // Q, R, S, q, r during the central start's probe
   T* filter;      // 2 (max_iter + 1)
-  T* lq_scratch;  // riccati_scratch_size
+  T* lq_scratch;  // lq_scratch_size
   T* work;        // group size times member_work_size: member r's part at r * member_work_size
 
   // trials: resolved (resolve_trials).
-  KNOT_HD static std::size_t size(const BatchProblem& P, int max_iter, int group_size, int trials) {
+  KNOT_HD static std::size_t size(const BatchProblem& P, const DeviceOptions& o, int group_size, int trials) {
+    const int max_iter = o.max_iter;
     const std::size_t nx = P.nx, nu = P.nu, N = P.N, mi = P.n_ineq, me = P.n_eq, nw = nx + nu, W = trials;
     std::size_t n = 0;
     n += (N + 1) * nx * 2 + N * nu + mi * 2 + me;                    // x, u, lambda, z, s, y
@@ -139,12 +156,13 @@ struct SqpArrays {
     n += W * ((N + 1) * nx + N * nu + mi + mi + me + 2 * (N + 1));   // trials, partial, trial_cost
     n += (N + 1) * nx * nx + N * nu * nu + N * nu * nx + (N + 1) * nx + N * nu;  // probe_save
     n += 2 * (std::size_t(max_iter) + 1);
-    n += riccati_scratch_size<T>(P.nx, P.nu, P.N);
+    n += lq_scratch_size<T>(P, o);
     n += std::size_t(group_size) * member_work_size<T>(P);
     return n;
   }
 
-  KNOT_HD static SqpArrays carve(const BatchProblem& P, int max_iter, int trials, T* base) {
+  KNOT_HD static SqpArrays carve(const BatchProblem& P, const DeviceOptions& o, int trials, T* base) {
+    const int max_iter = o.max_iter;
     SqpArrays a;
     a.trials = trials;
     a.nx = P.nx;
@@ -189,7 +207,7 @@ struct SqpArrays {
     a.trial_cost = take(W * (N + 1));
     a.probe_save = take((N + 1) * nx * nx + N * nu * nu + N * nu * nx + (N + 1) * nx + N * nu);
     a.filter = take(2 * (std::size_t(max_iter) + 1));
-    a.lq_scratch = take(riccati_scratch_size<T>(P.nx, P.nu, P.N));
+    a.lq_scratch = take(lq_scratch_size<T>(P, o));
     a.work = p;
     return a;
   }
@@ -247,6 +265,7 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
 
   DeviceResult res;  // every member's copy; rank 0's is written out
   res.status = Status::NotRun;
+  res.linsys = o.linsys;
   T mu = T(o.mu_init), penalty = T(0), reg_last = T(0), obj_scale = T(1), cost = T(0);
   T cur_cost = T(0), cur_barrier = T(0), cur_infeas = T(0);
   T filter_theta_max = T(0), filter_theta_min = T(0), merit_decrease = T(0);
@@ -327,8 +346,9 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
     g.sync();
   };
 
+  // Not below mu_min on the Schur backends (Solver::Impl::mu_floor says why).
   const auto mu_floor = [&]() -> T {
-    if (mi == 0) return T(o.mu_min);
+    if (mi == 0 || o.linsys != 0) return T(o.mu_min);
     return min_(T(o.mu_min), T(0.5) * T(o.tol_duality_gap) * max_(T(1), abs_(obj_scale * cost)) / T(mi));
   };
 
@@ -367,13 +387,39 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
     g.sync();
   };
 
-  // solve_lq with regularization retries; false with the status set.
+  // solve_lq with regularization retries; false with the status set. The Schur step's tolerance is
+  // E min(lq_forcing, E), E the barrier problem's KKT error at this step's mu (Solver::Impl::solve_lq).
   const auto solve_lq = [&](IterationStats& it) -> bool {
+    T error = max_(T(it.stationarity), T(it.feasibility));
+    for (int i = 0; i < mi; ++i) error = max_(error, abs_(a.s[i] * a.z[i] - mu));
+    const T lq_tol = error * min_(T(o.lq_forcing), error);
     T reg = T(0);
+    bool stalled_below_error = false;
     for (;;) {
-      const DeviceLqResult lr = riccati_solve(g, a.lq, a.step, a.lq_scratch);
+      SchurStats ss;
+      const DeviceLqResult lr = o.linsys == 0 ? riccati_solve(g, a.lq, a.step, a.lq_scratch)
+                                              : schur_solve(g, a.lq, a.step, a.lq_scratch, o.schur, lq_tol, ss);
       ++res.lq_solves;
+      if (o.linsys != 0) {
+        it.lq_iterations += ss.pcg_iterations;
+        it.lq_residual = ss.kkt_residual;
+        it.lq_tolerance = ss.kkt_tolerance;
+        it.lq_riccati_fallback = ss.riccati_fallback;
+      }
       if (lr.status == DeviceLqStatus::Solved) break;
+      if (lr.status == DeviceLqStatus::MaxIterations && T(ss.kkt_residual) < error) {
+        stalled_below_error = true;  // good enough for this iterate
+        break;
+      }
+      if (lr.status == DeviceLqStatus::MaxIterations) {
+        it.lq_status = LqStatus::MaxIterations;
+        res.iteration = res.rows - 1;
+        res.value[0] = ss.kkt_residual;
+        res.value[1] = double(error);
+        res.value[2] = double(lq_tol);
+        set_status(Status::NumericalError, DeviceDetail::LqStalled);
+        return false;
+      }
       if (lr.status == DeviceLqStatus::NonFinite) {
         it.lq_status = LqStatus::NonFinite;
         res.iteration = res.rows - 1;
@@ -397,7 +443,9 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
       g.sync();
       reg = next;
     }
-    it.lq_status = LqStatus::Solved;
+    it.lq_status = stalled_below_error ? LqStatus::MaxIterations : LqStatus::Solved;
+    res.lq_iterations += it.lq_iterations;
+    res.riccati_fallbacks += it.lq_riccati_fallback ? 1 : 0;
     reg_last = reg;
     it.regularization = double(reg);
     if (reg > T(0)) {
