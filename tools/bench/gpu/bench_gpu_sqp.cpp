@@ -1,12 +1,14 @@
 // knot_bench_gpu_sqp: the batched SQP on the GPU (CudaBatch), iiwa14 by horizon N and batch size B.
 //
 //   knot_bench_gpu_sqp [--config NAME] [--N 32,64,128,256] [--B 1,16,128,1024] [--reps 5] [--threads T]
+//                      [--linsys riccati,bdsv,pcg]
 //
 // For each (N, B): one SQP iteration (max_iter = 1: the first linearization, one step, the next
 // iterate's linearization and residuals) and one full solve (the file's max_iter), from B initial
 // states x0 + 0.01 N(0, 1) (problem 0 the file's). Wall clock of CudaBatch::solve (graph launch to
 // the end of the downloads), median of --reps after one warm-up. Prints one table row per (N, B):
-// the two medians, iterations of the slowest problem, problems solved. Exit 1 on a CUDA error.
+// the two medians, iterations of the slowest problem, problems solved, for each LQ step asked for
+// (riccati by default; bdsv and pcg are the Schur path, device/schur.hpp). Exit 1 on a CUDA error.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -88,6 +90,7 @@ Timing time_solves(const problems::Problem& p, const solver::SolverOptions& o, i
 int main(int argc, char** argv) {
   std::string config = "iiwa14_reach";
   std::vector<int> Ns = {32, 64, 128, 256}, Bs = {1, 16, 128, 1024};
+  std::vector<solver::Linsys> linsys = {solver::Linsys::Riccati};
   int reps = 5, threads = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
@@ -96,31 +99,47 @@ int main(int argc, char** argv) {
     else if (a == "--B") Bs = parse_list(v);
     else if (a == "--reps") reps = std::max(1, std::atoi(v.c_str()));
     else if (a == "--threads") threads = std::atoi(v.c_str());
+    else if (a == "--linsys") {
+      linsys.clear();
+      std::stringstream in(v);
+      std::string item;
+      while (std::getline(in, item, ',')) {
+        if (item == "riccati") linsys.push_back(solver::Linsys::Riccati);
+        else if (item == "bdsv") linsys.push_back(solver::Linsys::Bdsv);
+        else if (item == "pcg") linsys.push_back(solver::Linsys::Pcg);
+        else {
+          std::fprintf(stderr, "--linsys: expected riccati, bdsv or pcg, found %s\n", item.c_str());
+          return 2;
+        }
+      }
+    }
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
     }
   }
   const auto path = std::filesystem::path(KNOT_CONFIGS_DIR) / (config + ".yaml");
-  std::printf("SQP %s on the GPU (CudaBatch, double, Gauss-Newton, Riccati), median of %d\n", config.c_str(), reps);
-  std::printf("SQP %6s %6s %14s %14s %10s %8s\n", "N", "B", "1 iter (us)", "solve (ms)", "iters", "solved");
+  std::printf("SQP %s on the GPU (CudaBatch, double, Gauss-Newton), median of %d\n", config.c_str(), reps);
+  std::printf("SQP %6s %6s %8s %14s %14s %10s %8s\n", "N", "B", "linsys", "1 iter (us)", "solve (ms)", "iters", "solved");
   int rc = 0;
   for (int N : Ns)
-    for (int B : Bs) {
-      const problems::Problem p = problems::load_problem(path, {"horizon.N=" + std::to_string(N)});
-      const solver::SolverOptions o = solver::device::device_path_options(solver::from_settings(p.solver));
-      solver::SolverOptions one = o;
-      one.max_iter = 1;
-      const Timing a = time_solves(p, one, B, reps, threads);
-      const Timing b = a.error.empty() ? time_solves(p, o, B, reps, threads) : a;
-      if (!a.error.empty() || !b.error.empty()) {
-        std::printf("SQP %6d %6d  error: %s\n", N, B, (a.error.empty() ? b.error : a.error).c_str());
-        rc = 1;
-        continue;
+    for (int B : Bs)
+      for (const solver::Linsys l : linsys) {
+        const problems::Problem p = problems::load_problem(path, {"horizon.N=" + std::to_string(N)});
+        solver::SolverOptions o = solver::device::device_path_options(solver::from_settings(p.solver));
+        o.lq.linsys = l;
+        solver::SolverOptions one = o;
+        one.max_iter = 1;
+        const Timing a = time_solves(p, one, B, reps, threads);
+        const Timing b = a.error.empty() ? time_solves(p, o, B, reps, threads) : a;
+        if (!a.error.empty() || !b.error.empty()) {
+          std::printf("SQP %6d %6d %8s  error: %s\n", N, B, solver::to_string(l), (a.error.empty() ? b.error : a.error).c_str());
+          rc = 1;
+          continue;
+        }
+        std::printf("SQP %6d %6d %8s %14.1f %14.3f %10d %5d/%d\n", N, B, solver::to_string(l), 1e6 * a.median_s,
+                    1e3 * b.median_s, b.max_iterations, b.solved, B);
+        std::fflush(stdout);
       }
-      std::printf("SQP %6d %6d %14.1f %14.3f %10d %5d/%d\n", N, B, 1e6 * a.median_s, 1e3 * b.median_s,
-                  b.max_iterations, b.solved, B);
-      std::fflush(stdout);
-    }
   return rc;
 }
