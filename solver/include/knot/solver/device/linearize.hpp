@@ -37,7 +37,7 @@ KNOT_HD constexpr std::size_t linearize_work_size(const BatchProblem& P) {
 }
 
 template <class G, class T>
-KNOT_HD bool linearize(G& g, const BatchProblem& P, const unsigned char* arena, const double* slice, const T* x,
+KNOT_HD_NOINLINE bool linearize(G& g, const BatchProblem& P, const unsigned char* arena, const double* slice, const T* x,
                        const T* u, LqView<T> lq, T* ineq_value, T* ineq_jac, T* eq_value, T* eq_jac, T* knot_costs,
                        T* work) {
   const int nx = P.nx, nu = P.nu, N = P.N, nw = nx + nu;

@@ -829,14 +829,14 @@ KNOT_HD constexpr std::size_t knot_work_size(const BatchProblem& P) {
 // x_next = F(x, u) (the horizon's explicit scheme); work: step_work_size(P). x_next may alias x.
 // false when the step is not finite.
 template <class T>
-KNOT_HD bool step(const BatchProblem& P, const unsigned char* arena, const T* x, const T* u, T* x_next, T* work) {
+KNOT_HD_NOINLINE bool step(const BatchProblem& P, const unsigned char* arena, const T* x, const T* u, T* x_next, T* work) {
   detail::StepFn<T> fn{&P, x, u, x_next, nullptr, nullptr, work};
   return detail::with_model(P, arena, fn);
 }
 
 // x_next, A = dF/dx (nx x nx) and B = dF/du (nx x nu), column-major: Integrator::step_jacobian.
 template <class T>
-KNOT_HD bool step_jacobian(const BatchProblem& P, const unsigned char* arena, const T* x, const T* u, T* x_next, T* A,
+KNOT_HD_NOINLINE bool step_jacobian(const BatchProblem& P, const unsigned char* arena, const T* x, const T* u, T* x_next, T* A,
                            T* B, T* work) {
   detail::StepFn<T> fn{&P, x, u, x_next, A, B, work};
   return detail::with_model(P, arena, fn);
@@ -847,7 +847,7 @@ KNOT_HD bool step_jacobian(const BatchProblem& P, const unsigned char* arena, co
 // Hux (nu x nx, a residual's cross term), as CostTerm::accumulate. u_k, gu, Huu, Hux are unused at
 // k = N; any block may be null. work: knot_work_size(P).
 template <class T>
-KNOT_HD T knot_cost(const BatchProblem& P, const unsigned char* arena, const double* slice, int k, const T* x_k,
+KNOT_HD_NOINLINE T knot_cost(const BatchProblem& P, const unsigned char* arena, const double* slice, int k, const T* x_k,
                     const T* u_k, T* gx, T* gu, T* Hxx, T* Huu, T* Hux, T* work) {
   const CostRecord* rec = arena_at<CostRecord>(arena, P.costs);
   const int nx = P.nx;
@@ -924,7 +924,7 @@ KNOT_HD T knot_cost(const BatchProblem& P, const unsigned char* arena, const dou
 // and in the u columns at k = N). Returns the number of rows written. work: knot_work_size(P) (the
 // expression constraints').
 template <class T>
-KNOT_HD int knot_rows(const BatchProblem& P, const unsigned char* arena, const double* slice, ConstraintSet kind,
+KNOT_HD_NOINLINE int knot_rows(const BatchProblem& P, const unsigned char* arena, const double* slice, ConstraintSet kind,
                       int k, const T* x_k, const T* u_k, T* g, T* jac, T* work) {
   const bool ineq = kind == ConstraintSet::Inequality;
   const RowRecord* rec = arena_at<RowRecord>(arena, ineq ? P.ineq_terms : P.eq_terms);

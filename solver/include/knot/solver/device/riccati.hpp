@@ -298,7 +298,7 @@ KNOT_HD constexpr std::size_t riccati_scratch_size(int nx, int nu, int N) {
 // arguments; ends on a barrier. Returns Solved, NotPositiveDefinite (failed_stage = the stage k), or
 // NonFinite. Allocates nothing; scratch holds riccati_scratch_size<T>(nx, nu, N) scalars.
 template <class G, class T>
-KNOT_HD DeviceLqResult riccati_solve(G& g, const LqView<T>& lq, const StepView<T>& out, T* scratch) {
+KNOT_HD_NOINLINE DeviceLqResult riccati_solve(G& g, const LqView<T>& lq, const StepView<T>& out, T* scratch) {
   const int nx = lq.nx, N = lq.N;
   const auto w = riccati_detail::Work<T>::carve(nx, lq.nu, N, scratch);
   {
@@ -333,7 +333,7 @@ KNOT_HD DeviceLqResult riccati_solve(G& g, const LqView<T>& lq, const StepView<T
 // bits a fresh riccati_solve would (the same operations on the same operands). When that last
 // solve was not Solved, returns its result without solving (`out` untouched). Ends on a barrier.
 template <class G, class T>
-KNOT_HD DeviceLqResult riccati_resolve(G& g, const LqView<T>& lq, const StepView<T>& out, T* scratch) {
+KNOT_HD_NOINLINE DeviceLqResult riccati_resolve(G& g, const LqView<T>& lq, const StepView<T>& out, T* scratch) {
   const int nx = lq.nx, N = lq.N;
   const auto w = riccati_detail::Work<T>::carve(nx, lq.nu, N, scratch);
   DeviceLqResult last;

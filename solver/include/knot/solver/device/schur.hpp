@@ -239,7 +239,7 @@ struct Solve {
   }
 
   // Stage inverses, M_k, D_k, then the strips of S. Returns the first stage that is not SPD, or -1.
-  KNOT_HD int assemble() {
+  KNOT_HD_NOINLINE int assemble() {
     using linalg::BandSlot, linalg::Trans;
     linalg::SerialGroup one;
     const std::size_t sxx = std::size_t(nx) * nx;
@@ -419,7 +419,7 @@ struct Solve {
 
   // The answer reduced to its controls (lq_schur.cpp's schur_rollout): x rolled forward from x_init,
   // the costates backward from x and u. One row per member, a barrier per knot.
-  KNOT_HD void rollout() {
+  KNOT_HD_NOINLINE void rollout() {
     for (int i = g.rank(); i < nx; i += g.size()) s.x[i] = d.x_init[i];
     g.sync();
     for (int k = 0; k < N; ++k) {
@@ -452,7 +452,7 @@ struct Solve {
 
   // The unregularized KKT residual of (x, u, lambda) = s into a, b, judged against tol row by row
   // (lq_schur.cpp's kkt_residual: |r_i| / max(tol, rounding floor of row i)).
-  KNOT_HD Check<T> residual() {
+  KNOT_HD_NOINLINE Check<T> residual() {
     using linalg::Trans;
     linalg::SerialGroup one;
     T* kinf = w.knot;
@@ -575,7 +575,7 @@ struct Solve {
   }
 
   // Pcg's direct fallback: S factored by block Cholesky into chol. False when off, taken, or failing.
-  KNOT_HD bool to_direct() {
+  KNOT_HD_NOINLINE bool to_direct() {
     if (!o.pcg || direct || w.chol == nullptr) return false;
     const std::size_t n = std::size_t(linalg::strips_size(nb, nx));
     for (std::size_t i = std::size_t(g.rank()); i < n; i += std::size_t(g.size())) w.chol[i] = w.strips[i];
@@ -613,7 +613,7 @@ struct Solve {
   }
 
   // (x, u, lambda) <- the solution for the right-hand side in a, b; pcg starts from lam's interior.
-  KNOT_HD Outcome apply(T* x, T* u, T* lambda, bool first) {
+  KNOT_HD_NOINLINE Outcome apply(T* x, T* u, T* lambda, bool first) {
     rhs();
     Outcome outcome = Outcome::Converged;
     if (o.pcg && !direct) {
@@ -657,7 +657,7 @@ struct Solve {
 
   // Iterative refinement against the unregularized KKT system until every row is within tol or its
   // rounding level (lq_schur.cpp's refine).
-  KNOT_HD DeviceLqStatus refine() {
+  KNOT_HD_NOINLINE DeviceLqStatus refine() {
     const int nxs = nb * nx, nus = N * nu;
     Check<T> c = residual();
     int steps = 0;
@@ -695,7 +695,7 @@ struct Solve {
   }
 
   // The Schur attempt alone (lq_schur.cpp's solve_schur).
-  KNOT_HD DeviceLqResult run(T tolerance) {
+  KNOT_HD_NOINLINE DeviceLqResult run(T tolerance) {
     DeviceLqResult r;
     const int failed = assemble();
     const auto not_spd = [&](int stage) {
@@ -771,7 +771,7 @@ KNOT_HD std::size_t schur_scratch_size(int nx, int nu, int N, const SchurOptions
 // status instead (stats.riccati_fallback). Every member calls it with the same arguments; ends on a
 // barrier.
 template <class G, class T>
-KNOT_HD DeviceLqResult schur_solve(G& g, const LqView<T>& lq, const StepView<T>& out, T* scratch,
+KNOT_HD_NOINLINE DeviceLqResult schur_solve(G& g, const LqView<T>& lq, const StepView<T>& out, T* scratch,
                                    const SchurOptions& o, T tolerance, SchurStats& stats) {
   stats = SchurStats{};
   const auto w = schur_detail::Work<T>::carve(lq.nx, lq.nu, lq.N, o.pcg, o.pcg_direct_fallback, scratch);
