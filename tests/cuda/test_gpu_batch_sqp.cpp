@@ -1,7 +1,8 @@
 // The batched SQP on a GPU (CudaBatch, knot/solver/cuda/batch_cuda.hpp) against the same device-path
 // driver on the CPU (DeviceSqp), per problem: status, iterations, cost to 1e-9 in double and 1e-4
-// in float; every block size gives bitwise the same results; a NaN initial state fails only its own
-// problem; BatchSolver's backend cuda returns what its cpu device path returns.
+// in float, and the Schur LQ steps (bdsv, pcg) to the same status and cost; every block size gives
+// bitwise the same results; a NaN initial state fails only its own problem; BatchSolver's backend
+// cuda returns what its cpu device path returns.
 //
 // GPU and CPU agree to rounding, not bitwise: nvcc contracts a * b + c into fused multiply-adds, the
 // host build does not. Without a usable GPU the device tests skip with one line saying why.
@@ -100,6 +101,45 @@ TEST(GpuBatchSqp, AgreesWithTheCpuDevicePathInDouble) {
       EXPECT_EQ(r.status, cpu.result().status) << "problem " << i;
       EXPECT_EQ(r.iterations, cpu.result().iterations) << "problem " << i;
       EXPECT_NEAR(r.cost, cpu.result().cost, 1e-9 * std::max(1.0, std::abs(cpu.result().cost))) << "problem " << i;
+    }
+  }
+}
+
+// The Schur LQ step (bdsv, pcg; device/schur.hpp) on the GPU against the CPU device path: status and
+// cost to 1e-9. Iteration counts are not compared: the GPU contracts into fused multiply-adds, and
+// an LQ step that stops on a tolerance can turn that rounding into another path (as between Solver
+// and the CPU device path, test_device_sqp.cpp). Block sizes 32 and 128 give bitwise one solve.
+TEST(GpuBatchSqp, SchurBackendsAgreeWithTheCpuDevicePath) {
+  if (!gpu().usable) GTEST_SKIP() << "no usable GPU: " << gpu().reason;
+  for (const solver::Linsys linsys : {solver::Linsys::Bdsv, solver::Linsys::Pcg}) {
+    for (const char* name : {"cartpole_swingup", "pendulum_swingup", "iiwa14_reach"}) {
+      SCOPED_TRACE(std::string(name) + " " + solver::to_string(linsys));
+      const problems::Problem p = load(name);
+      solver::SolverOptions o = device_fit(p);
+      o.lq.linsys = linsys;
+      const auto x0 = starts(p, 4);
+      const GpuRun g = run_gpu(p, o, x0, 32, false);
+      ASSERT_EQ(g.error, "");
+      const GpuRun wide = run_gpu(p, o, x0, 128, false);
+      ASSERT_EQ(wide.error, "");
+      solver::device::DeviceSqp cpu(p, o);
+      for (int i = 0; i < 4; ++i) {
+        cpu.set_initial_state(x0[std::size_t(i)]);
+        std::vector<double> x, u;
+        problems::Problem pi = p;
+        pi.x0 = x0[std::size_t(i)];
+        solver::default_initial_guess(pi, x, u);
+        cpu.set_initial_guess(x, u);
+        cpu.solve();
+        const solver::device::DeviceResult& r = g.batch->result(i);
+        EXPECT_EQ(r.linsys, linsys == solver::Linsys::Bdsv ? 1 : 2);
+        EXPECT_EQ(r.status, cpu.result().status) << "problem " << i;
+        EXPECT_NEAR(r.cost, cpu.result().cost, 1e-9 * std::max(1.0, std::abs(cpu.result().cost))) << "problem " << i;
+        const std::size_t n = g.batch->iterate_size();
+        EXPECT_EQ(std::vector<double>(g.batch->iterate(i), g.batch->iterate(i) + n),
+                  std::vector<double>(wide.batch->iterate(i), wide.batch->iterate(i) + n))
+            << "32 against 128 threads, problem " << i;
+      }
     }
   }
 }
