@@ -76,6 +76,17 @@ GpuRun run_gpu(const problems::Problem& p, const solver::SolverOptions& o, const
   return r;
 }
 
+// The CPU device path from initial state x0 and the default guess it implies.
+void solve_from(solver::device::DeviceSqp& cpu, const problems::Problem& p, const std::vector<double>& x0) {
+  cpu.set_initial_state(x0);
+  std::vector<double> x, u;
+  problems::Problem pi = p;
+  pi.x0 = x0;
+  solver::default_initial_guess(pi, x, u);
+  cpu.set_initial_guess(x, u);
+  cpu.solve();
+}
+
 const char* const kConfigs[] = {"cartpole_swingup", "pendulum_swingup", "double_integrator_rest_to_rest",
                                 "iiwa14_reach"};
 
@@ -90,13 +101,7 @@ TEST(GpuBatchSqp, AgreesWithTheCpuDevicePathInDouble) {
     ASSERT_EQ(g.error, "");
     solver::device::DeviceSqp cpu(p, o);
     for (int i = 0; i < 8; ++i) {
-      cpu.set_initial_state(x0[std::size_t(i)]);
-      std::vector<double> x, u;
-      problems::Problem pi = p;
-      pi.x0 = x0[std::size_t(i)];
-      solver::default_initial_guess(pi, x, u);
-      cpu.set_initial_guess(x, u);
-      cpu.solve();
+      solve_from(cpu, p, x0[std::size_t(i)]);
       const solver::device::DeviceResult& r = g.batch->result(i);
       EXPECT_EQ(r.status, cpu.result().status) << "problem " << i;
       EXPECT_EQ(r.iterations, cpu.result().iterations) << "problem " << i;
@@ -124,13 +129,7 @@ TEST(GpuBatchSqp, SchurBackendsAgreeWithTheCpuDevicePath) {
       ASSERT_EQ(wide.error, "");
       solver::device::DeviceSqp cpu(p, o);
       for (int i = 0; i < 4; ++i) {
-        cpu.set_initial_state(x0[std::size_t(i)]);
-        std::vector<double> x, u;
-        problems::Problem pi = p;
-        pi.x0 = x0[std::size_t(i)];
-        solver::default_initial_guess(pi, x, u);
-        cpu.set_initial_guess(x, u);
-        cpu.solve();
+        solve_from(cpu, p, x0[std::size_t(i)]);
         const solver::device::DeviceResult& r = g.batch->result(i);
         EXPECT_EQ(r.linsys, linsys == solver::Linsys::Bdsv ? 1 : 2);
         EXPECT_EQ(r.status, cpu.result().status) << "problem " << i;
