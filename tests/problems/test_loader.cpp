@@ -40,7 +40,7 @@ using knot::test::rel_err;
 using knot::test::Rng;
 using knot::test::Vec;
 
-const fs::path kSchema = fs::path(__FILE__).parent_path() / "schema";
+const fs::path kSchema = KNOT_TEST_SCHEMA_DIR;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Exact arithmetic on the weights (they are copied, not computed), so comparisons are to rounding.

@@ -118,12 +118,13 @@ TEST(ParamMap, MatricesAreRowMajorInColumnMajorOut) {
 
 TEST(ParamMap, StringsAndPaths) {
   ParamMap p("model.params");
-  p.set("frame", std::string("tool0")).set("urdf", std::string(__FILE__)).set("nofile", std::string("/no/such.urdf"));
+  const std::string urdf = KNOT_TEST_DATA_DIR "/torso_two_arms.urdf";
+  p.set("frame", std::string("tool0")).set("urdf", urdf).set("nofile", std::string("/no/such.urdf"));
   p.set("num", 3.0);
   EXPECT_EQ(p.string("frame", "base"), "tool0");
   EXPECT_EQ(p.string("absent", "base"), "base");
   EXPECT_EQ(error_of([&] { p.string("num", ""); }, "model.params.num").expected(), "a string");
-  EXPECT_EQ(p.path("urdf"), __FILE__);
+  EXPECT_EQ(p.path("urdf"), urdf);
   const ProblemError e = error_of([&] { p.path("nofile"); }, "model.params.nofile");
   EXPECT_EQ(e.expected(), "an existing file");
   EXPECT_EQ(e.found(), "'/no/such.urdf'");

@@ -26,7 +26,7 @@ using knot::problems::load_problem;
 using knot::problems::Problem;
 using knot::problems::ProblemError;
 
-const fs::path kSchema = fs::path(__FILE__).parent_path() / "schema";
+const fs::path kSchema = KNOT_TEST_SCHEMA_DIR;
 
 std::vector<fs::path> yaml_files(const fs::path& dir) {
   std::vector<fs::path> out;
