@@ -20,6 +20,7 @@
 #include "knot/solver/batch.hpp"
 #include "knot/solver/cuda/batch_cuda.hpp"
 #include "knot/solver/device/device_sqp.hpp"
+#include "source_tree.hpp"
 
 namespace knot::test {
 namespace {
@@ -33,7 +34,7 @@ const linalg::cuda::DeviceInfo& gpu() {
 }
 
 problems::Problem load(const std::string& name) {
-  return problems::load_problem(fs::path(KNOT_CONFIGS_DIR) / (name + ".yaml"));
+  return problems::load_problem(fs::path(knot::source_tree::configs_dir()) / (name + ".yaml"));
 }
 
 // The file's options with what the device path needs (Gauss-Newton, Riccati).
@@ -226,7 +227,7 @@ TEST(GpuBatchSqp, BatchSolverCudaBackendMatchesItsCpuDevicePath) {
 // that value set); the others keep the file's model.
 TEST(GpuBatchSqp, PerProblemModelsMatchTheCpuDevicePath) {
   if (!gpu().usable) GTEST_SKIP() << "no usable GPU: " << gpu().reason;
-  const fs::path expr = fs::path(KNOT_TEST_DATA_DIR) / "expression" / "cartpole_swingup.yaml";
+  const fs::path expr = fs::path(knot::source_tree::test_data_dir()) / "expression" / "cartpole_swingup.yaml";
   const problems::Problem built_in = load("cartpole_swingup");
   const problems::Problem expression = problems::load_problem(expr);
   for (const problems::Problem* p : {&built_in, &expression}) {

@@ -19,6 +19,7 @@
 #include "knot/problems/loader.hpp"
 #include "knot/problems/model_adapter.hpp"
 #include "test_util.hpp"
+#include "source_tree.hpp"
 
 namespace knot::test {
 namespace {
@@ -39,7 +40,7 @@ struct Model {
 };
 
 Model load(const char* name) {
-  Model m{problems::load_problem(fs::path(KNOT_TEST_DATA_DIR) / "expression" / (std::string(name) + ".yaml")), {}, 0, 0};
+  Model m{problems::load_problem(fs::path(knot::source_tree::test_data_dir()) / "expression" / (std::string(name) + ".yaml")), {}, 0, 0};
   const auto& adapter = dynamic_cast<const problems::ModelAdapter<problems::ExpressionDynamics>&>(*m.problem.model);
   m.tape = adapter.model().tape;
   m.nx = m.problem.model->nx();

@@ -13,6 +13,7 @@
 #include "knot/problems/loader.hpp"
 #include "knot/problems/params.hpp"
 #include "knot/problems/registry.hpp"
+#include "source_tree.hpp"
 
 namespace {
 
@@ -37,7 +38,7 @@ const std::map<std::string, Dims> kExpected = {
 
 std::vector<fs::path> config_files() {
   std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(KNOT_CONFIGS_DIR))
+  for (const auto& e : fs::directory_iterator(knot::source_tree::configs_dir()))
     if (e.path().extension() == ".yaml") files.push_back(e.path());
   return files;
 }

@@ -21,6 +21,7 @@
 #include "knot/problems/registry.hpp"
 #include "test_models_local.hpp"
 #include "test_util.hpp"
+#include "source_tree.hpp"
 
 namespace knot::problems {
 namespace {
@@ -31,7 +32,7 @@ using test::rel_err;
 using test::Rng;
 using test::Vec;
 
-const fs::path kExpressionDir = fs::path(KNOT_TEST_DATA_DIR) / "expression";
+const fs::path kExpressionDir = fs::path(knot::source_tree::test_data_dir()) / "expression";
 
 Problem load_expression(const std::string& name, const std::vector<std::string>& overrides = {}) {
   return load_problem(kExpressionDir / (name + ".yaml"), overrides);

@@ -20,6 +20,7 @@
 #include "knot/problems/models/pendulum.hpp"
 #include "knot/problems/robot/urdf.hpp"
 #include "test_models_local.hpp"
+#include "source_tree.hpp"
 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
@@ -252,7 +253,7 @@ class GeneralPath final : public Model {
 };
 
 TEST(Integrator, VelocityRowsShortcutsEqualTheGeneralPath) {
-  const Manipulator arm(robot::load_urdf(std::string(KNOT_CONFIGS_DIR) + "/robots/iiwa14_iiwa_grid.urdf"));
+  const Manipulator arm(robot::load_urdf(std::string(knot::source_tree::configs_dir()) + "/robots/iiwa14_iiwa_grid.urdf"));
   ASSERT_TRUE(arm.velocity_rows());
   const GeneralPath general(arm);
   ASSERT_FALSE(general.velocity_rows());

@@ -14,6 +14,7 @@
 #include "knot/problems/loader.hpp"
 #include "knot/problems/registry.hpp"
 #include "test_util.hpp"
+#include "source_tree.hpp"
 
 namespace {
 
@@ -40,7 +41,7 @@ using knot::test::rel_err;
 using knot::test::Rng;
 using knot::test::Vec;
 
-const fs::path kSchema = KNOT_TEST_SCHEMA_DIR;
+const fs::path kSchema = knot::source_tree::schema_dir();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Exact arithmetic on the weights (they are copied, not computed), so comparisons are to rounding.
@@ -674,7 +675,7 @@ TEST(Loader, DescribePrintsTheModelParameters) {
   const Problem changed = from_string(cartpole, {"model.params.pole_mass=0.12"});
   EXPECT_CONTAINS(describe(changed), "params       cart_mass 1, pole_mass 0.12, length 0.8, gravity 9.81\n");
 
-  const fs::path configs = KNOT_CONFIGS_DIR;
+  const fs::path configs = knot::source_tree::configs_dir();
   const std::string arm = describe(load_problem(configs / "iiwa14_reach.yaml"));
   EXPECT_CONTAINS(arm, "params       urdf " + (configs / "robots" / "iiwa14_iiwa_grid.urdf").string() +
                            ", gravity [0, 0, 0], ee_frame iiwa_link_7\n");

@@ -20,6 +20,7 @@
 #include "knot/problems/robot/dynamics.hpp"
 #include "scratch_dir.hpp"
 #include "test_util.hpp"
+#include "source_tree.hpp"
 
 namespace {
 
@@ -38,7 +39,7 @@ using knot::test::Rng;
 using knot::test::Vec;
 namespace robot = knot::problems::robot;
 
-const std::string kIiwa = std::string(KNOT_CONFIGS_DIR) + "/robots/iiwa14_iiwa_grid.urdf";
+const std::string kIiwa = std::string(knot::source_tree::configs_dir()) + "/robots/iiwa14_iiwa_grid.urdf";
 
 std::shared_ptr<const Model> iiwa(ParamMap params = ParamMap("model.params")) {
   params.set("urdf", kIiwa);

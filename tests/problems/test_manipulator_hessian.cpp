@@ -31,6 +31,7 @@
 #include "knot/problems/robot/dynamics.hpp"
 #include "knot/problems/stage.hpp"
 #include "test_util.hpp"
+#include "source_tree.hpp"
 
 namespace {
 
@@ -40,8 +41,8 @@ using knot::test::Mat;
 using knot::test::Rng;
 using knot::test::Vec;
 
-const std::string kIiwa = std::string(KNOT_CONFIGS_DIR) + "/robots/iiwa14_iiwa_grid.urdf";
-const std::string kTree = std::string(KNOT_TEST_DATA_DIR) + "/torso_two_arms.urdf";
+const std::string kIiwa = std::string(knot::source_tree::configs_dir()) + "/robots/iiwa14_iiwa_grid.urdf";
+const std::string kTree = std::string(knot::source_tree::test_data_dir()) + "/torso_two_arms.urdf";
 
 struct Robot {
   std::string name;

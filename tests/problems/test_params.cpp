@@ -10,6 +10,7 @@
 
 #include "knot/problems/error.hpp"
 #include "knot/problems/params.hpp"
+#include "source_tree.hpp"
 
 namespace knot::problems {
 namespace {
@@ -118,7 +119,7 @@ TEST(ParamMap, MatricesAreRowMajorInColumnMajorOut) {
 
 TEST(ParamMap, StringsAndPaths) {
   ParamMap p("model.params");
-  const std::string urdf = KNOT_TEST_DATA_DIR "/torso_two_arms.urdf";
+  const std::string urdf = std::string(knot::source_tree::test_data_dir()) + "/torso_two_arms.urdf";
   p.set("frame", std::string("tool0")).set("urdf", urdf).set("nofile", std::string("/no/such.urdf"));
   p.set("num", 3.0);
   EXPECT_EQ(p.string("frame", "base"), "tool0");

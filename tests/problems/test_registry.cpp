@@ -23,6 +23,7 @@
 #include "knot/problems/models/unicycle.hpp"
 #include "knot/problems/registry.hpp"
 #include "test_util.hpp"
+#include "source_tree.hpp"
 
 namespace knot::problems {
 namespace {
@@ -288,7 +289,7 @@ TEST(Registry, WithParametersRebuildsTheModel) {
 // An expression model compiled again with a new parameter value is the model the file gives with
 // that value set (--set), bit for bit; an unknown name is named with the closest one.
 TEST(Registry, WithParametersCompilesAnExpressionModelAgain) {
-  const std::filesystem::path file = std::filesystem::path(KNOT_TEST_DATA_DIR) / "expression" / "cartpole_swingup.yaml";
+  const std::filesystem::path file = std::filesystem::path(knot::source_tree::test_data_dir()) / "expression" / "cartpole_swingup.yaml";
   const Problem p = load_problem(file);
   const Problem set = load_problem(file, {"model.params.pole_mass=0.3"});
   const auto changed = with_parameters(*p.model, {{"pole_mass", {0.3}}});

@@ -21,6 +21,7 @@
 #include "knot/problems/robot/urdf.hpp"
 #include "scratch_dir.hpp"
 #include "test_util.hpp"
+#include "source_tree.hpp"
 
 namespace {
 
@@ -833,14 +834,14 @@ std::vector<std::vector<double>> read_rows(const std::string& path) {
   return rows;
 }
 
-robot::RobotModel iiwa() { return robot::load_urdf(std::string(KNOT_CONFIGS_DIR) + "/robots/iiwa14_iiwa_grid.urdf"); }
+robot::RobotModel iiwa() { return robot::load_urdf(std::string(knot::source_tree::configs_dir()) + "/robots/iiwa14_iiwa_grid.urdf"); }
 
 TEST(RobotDynamics, IiwaForwardKinematicsReproducesMpcgpuEndEffector) {
   const robot::RobotModel m = iiwa();
   ASSERT_EQ(m.data.n, 7);
   EXPECT_EQ(m.frames[static_cast<std::size_t>(m.ee_frame)].name, "iiwa_link_7");
-  const auto traj = read_rows(std::string(KNOT_TEST_DATA_DIR) + "/mpcgpu_0_0_traj.csv");
-  const auto ee = read_rows(std::string(KNOT_TEST_DATA_DIR) + "/mpcgpu_0_0_eepos.traj");
+  const auto traj = read_rows(std::string(knot::source_tree::test_data_dir()) + "/mpcgpu_0_0_traj.csv");
+  const auto ee = read_rows(std::string(knot::source_tree::test_data_dir()) + "/mpcgpu_0_0_eepos.traj");
   ASSERT_EQ(traj.size(), 666u);
   ASSERT_EQ(ee.size(), 666u);
   auto w = std::make_unique<robot::Workspace<double>>();
@@ -870,7 +871,7 @@ TEST(RobotDynamics, IiwaForwardDynamicsReproducesMpcgpuTrajectory) {
   m.data.gravity[0] = m.data.gravity[1] = m.data.gravity[2] = 0;  // the trajectory is gravity-free
   robot::RobotData with_gravity = m.data;
   with_gravity.gravity[2] = -9.81;
-  const auto traj = read_rows(std::string(KNOT_TEST_DATA_DIR) + "/mpcgpu_0_0_traj.csv");
+  const auto traj = read_rows(std::string(knot::source_tree::test_data_dir()) + "/mpcgpu_0_0_traj.csv");
   const double dt = 1.0 / 64;
   // The file is five point-to-point moves; the joins (tests/data/README.md) and the row after each
   // are not Euler steps, nor is row 0, which like every segment start repeats the state with u = 0.
@@ -1238,7 +1239,7 @@ TEST(RobotUrdf, LoopsAndCyclesAreRefusedWithTheJointsNamed) {
 
 // The iiwa with a tool on link 7 and a contact point 4 cm past it, each a fixed child with a mass.
 std::string iiwa_with_contact() {
-  std::ifstream in(std::string(KNOT_CONFIGS_DIR) + "/robots/iiwa14_iiwa_grid.urdf");
+  std::ifstream in(std::string(knot::source_tree::configs_dir()) + "/robots/iiwa14_iiwa_grid.urdf");
   std::stringstream s;
   s << in.rdbuf();
   std::string text = s.str();
@@ -1265,8 +1266,8 @@ TEST(RobotUrdf, EeFrameIsTheNamedLinkNotItsFixedChildren) {
   EXPECT_EQ(ee.name, "iiwa_link_7");
   EXPECT_EQ(ee.body, 6);
   // At MPCGPU's rows the frame's origin is MPCGPU's end-effector position (tests/data/README.md) ...
-  const auto traj = read_rows(std::string(KNOT_TEST_DATA_DIR) + "/mpcgpu_0_0_traj.csv");
-  const auto eepos = read_rows(std::string(KNOT_TEST_DATA_DIR) + "/mpcgpu_0_0_eepos.traj");
+  const auto traj = read_rows(std::string(knot::source_tree::test_data_dir()) + "/mpcgpu_0_0_traj.csv");
+  const auto eepos = read_rows(std::string(knot::source_tree::test_data_dir()) + "/mpcgpu_0_0_eepos.traj");
   auto w = std::make_unique<robot::Workspace<double>>();
   for (std::size_t k : {0u, 100u, 400u}) {
     robot::forward_kinematics(m.data, traj[k].data(), *w);

@@ -17,6 +17,7 @@
 
 #include "knot/problems/error.hpp"
 #include "knot/problems/loader.hpp"
+#include "source_tree.hpp"
 
 namespace {
 
@@ -26,7 +27,7 @@ using knot::problems::load_problem;
 using knot::problems::Problem;
 using knot::problems::ProblemError;
 
-const fs::path kSchema = KNOT_TEST_SCHEMA_DIR;
+const fs::path kSchema = knot::source_tree::schema_dir();
 
 std::vector<fs::path> yaml_files(const fs::path& dir) {
   std::vector<fs::path> out;

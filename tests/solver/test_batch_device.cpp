@@ -17,6 +17,7 @@
 #include "knot/solver/device/device_sqp.hpp"
 #include "test_sqp_common.hpp"
 #include "test_util.hpp"
+#include "source_tree.hpp"
 
 namespace knot::test {
 namespace {
@@ -167,7 +168,7 @@ TEST(BatchDevice, PerProblemReferencesAndBoundsReachOnlyTheirProblem) {
 // expression terms, while a control-rate cost sends the expression model to the Solvers path, named.
 TEST(BatchDevice, ExpressionModelInThePool) {
   const problems::Problem p =
-      problems::load_problem(std::filesystem::path(KNOT_TEST_DATA_DIR) / "expression" / "cartpole_swingup.yaml");
+      problems::load_problem(std::filesystem::path(knot::source_tree::test_data_dir()) / "expression" / "cartpole_swingup.yaml");
   const auto x0 = perturbed_starts(p, 5, 0.01);
   const auto want = alone(p, x0);
   for (int threads : {1, 2, 3, 7}) {
@@ -187,7 +188,7 @@ TEST(BatchDevice, ExpressionModelInThePool) {
   o.solver = device_fit(quad);
   EXPECT_EQ(BatchSolver(quad, 2, o).path(), BatchPath::Device);
   const problems::Problem smooth =
-      problems::load_problem(std::filesystem::path(KNOT_TEST_DATA_DIR) / "expression" / "cartpole_swingup.yaml",
+      problems::load_problem(std::filesystem::path(knot::source_tree::test_data_dir()) / "expression" / "cartpole_swingup.yaml",
                              {"costs[1]={name: smooth, type: control_rate, weights: [0.002]}"});
   o.solver = device_fit(smooth);
   BatchSolver fallback(smooth, 2, o);
@@ -201,7 +202,7 @@ TEST(BatchDevice, ExpressionModelInThePool) {
 // that value set (--set) gives; the others stay bitwise the plain problem's (and the changed ones
 // differ from it: the negative control).
 TEST(BatchDevice, PerProblemModelParametersReachOnlyTheirProblem) {
-  const std::filesystem::path expr = std::filesystem::path(KNOT_TEST_DATA_DIR) / "expression" / "cartpole_swingup.yaml";
+  const std::filesystem::path expr = std::filesystem::path(knot::source_tree::test_data_dir()) / "expression" / "cartpole_swingup.yaml";
   struct Case {
     problems::Problem plain, set;
     std::vector<problems::ModelParameter> change;
@@ -283,7 +284,7 @@ TEST(BatchDevice, ModelSwapsThatCannotWorkAreRefusedByName) {
     EXPECT_THROW(batch.set_model_parameters(0, {{"mass", {-2.0}}}), problems::ProblemError);
     EXPECT_THROW(batch.set_model(2, p.model), std::out_of_range);
     // omega^k folds to omega at k = 1: one instruction less, so another compiled layout.
-    const std::filesystem::path pend = std::filesystem::path(KNOT_TEST_DATA_DIR) / "expression" / "pendulum_swingup.yaml";
+    const std::filesystem::path pend = std::filesystem::path(knot::source_tree::test_data_dir()) / "expression" / "pendulum_swingup.yaml";
     const std::string ode = "model.ode.omega=(tau - damping * omega^k - mass * gravity * length * sin(theta)) / (mass * length * length)";
     const problems::Problem power = problems::load_problem(pend, {"model.params.k=2", "model.params.damping=0.1", ode});
     o.solver = device_fit(power);

@@ -16,6 +16,7 @@
 #include "alloc_counter.hpp"
 #include "knot/solver/closed_loop.hpp"
 #include "test_sqp_common.hpp"
+#include "source_tree.hpp"
 
 namespace knot::test {
 namespace {
@@ -79,7 +80,7 @@ TEST(ClosedLoop, CartpolePushedTooHardLeavesTheBounds) {
 }
 
 std::vector<std::array<double, 3>> fixture_path() {
-  std::ifstream in(std::string(KNOT_TEST_DATA_DIR) + "/mpcgpu_0_0_eepos.traj");
+  std::ifstream in(std::string(knot::source_tree::test_data_dir()) + "/mpcgpu_0_0_eepos.traj");
   std::vector<std::array<double, 3>> rows;
   std::string line;
   while (std::getline(in, line)) {

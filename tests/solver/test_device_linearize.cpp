@@ -21,6 +21,7 @@
 #include "knot/problems/model_adapter.hpp"
 #include "knot/solver/device/linearize.hpp"
 #include "test_sqp_common.hpp"
+#include "source_tree.hpp"
 
 namespace knot::test {
 namespace {
@@ -248,7 +249,7 @@ struct Case {
 
 // The built-in systems written as expression models (tests/data/expression/).
 problems::Problem load_expression(const std::string& name, const std::vector<std::string>& overrides = {}) {
-  return problems::load_problem(std::filesystem::path(KNOT_TEST_DATA_DIR) / "expression" / (name + ".yaml"), overrides);
+  return problems::load_problem(std::filesystem::path(knot::source_tree::test_data_dir()) / "expression" / (name + ".yaml"), overrides);
 }
 
 // Those the device path takes (unicycle_obstacles' circle obstacles have none), each explicit scheme

@@ -15,6 +15,7 @@
 #include "knot/solver/device/device_sqp.hpp"
 #include "knot/solver/solver.hpp"
 #include "test_sqp_common.hpp"
+#include "source_tree.hpp"
 
 namespace knot::test {
 namespace {
@@ -301,7 +302,7 @@ TEST(DeviceSqp, TrialsResolveToTheGroupsSpareMembers) {
 
 // The built-in systems written as expression models (tests/data/expression/).
 problems::Problem load_expression(const std::string& name) {
-  return problems::load_problem(std::filesystem::path(KNOT_TEST_DATA_DIR) / "expression" / (name + ".yaml"));
+  return problems::load_problem(std::filesystem::path(knot::source_tree::test_data_dir()) / "expression" / (name + ".yaml"));
 }
 
 // The expression models the device path takes reach Solver's status, iterations and cost, as the
@@ -359,7 +360,7 @@ TEST(DeviceSqp, ExpressionModelEveryGroupSizeGivesBitwiseTheSameSolve) {
 // on the expression cart-pole and on the built-in one. Solver's status, iterations and cost, and
 // bitwise the same solve on every group size.
 TEST(DeviceSqp, AgreesWithSolverWithExpressionTerms) {
-  const std::filesystem::path expr = std::filesystem::path(KNOT_TEST_DATA_DIR) / "expression" / "cartpole_swingup.yaml";
+  const std::filesystem::path expr = std::filesystem::path(knot::source_tree::test_data_dir()) / "expression" / "cartpole_swingup.yaml";
   int solved = 0;
   for (int built_in = 0; built_in < 2; ++built_in) {
     const std::vector<std::string> terms = expression_term_overrides();
@@ -400,7 +401,7 @@ TEST(DeviceSqp, ComparisonCatchesAnExpressionWithAnotherParameter) {
   Solver s(p, o);
   s.solve();
   problems::Problem heavy = problems::load_problem(
-      std::filesystem::path(KNOT_TEST_DATA_DIR) / "expression" / "cartpole_swingup.yaml", {"model.params.pole_mass=0.11"});
+      std::filesystem::path(knot::source_tree::test_data_dir()) / "expression" / "cartpole_swingup.yaml", {"model.params.pole_mass=0.11"});
   DeviceSqp d(heavy, o);
   d.solve();
   ASSERT_TRUE(solver::is_solved(d.solution().status));

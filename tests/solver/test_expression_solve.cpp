@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "test_sqp_common.hpp"
+#include "source_tree.hpp"
 
 namespace knot::test {
 namespace {
@@ -34,7 +35,7 @@ Result solve(const problems::Problem& p) {
 }
 
 problems::Problem load_expression(const std::string& name, const std::vector<std::string>& overrides = {}) {
-  return problems::load_problem(std::filesystem::path(KNOT_TEST_DATA_DIR) / "expression" / (name + ".yaml"), overrides);
+  return problems::load_problem(std::filesystem::path(knot::source_tree::test_data_dir()) / "expression" / (name + ".yaml"), overrides);
 }
 
 double max_rel_diff(const std::vector<double>& a, const std::vector<double>& b) {

@@ -15,6 +15,7 @@
 #include "knot/problems/loader.hpp"
 #include "knot/solver/ipopt.hpp"
 #include "test_util.hpp"
+#include "source_tree.hpp"
 
 namespace knot::test {
 namespace {
@@ -23,7 +24,7 @@ using problems::Problem;
 using solver::OcpNlp;
 
 Problem config(const std::string& name, std::vector<std::string> overrides = {}) {
-  return problems::load_problem(std::string(KNOT_CONFIGS_DIR) + "/" + name + ".yaml", overrides);
+  return problems::load_problem(std::string(knot::source_tree::configs_dir()) + "/" + name + ".yaml", overrides);
 }
 
 // Terms no config uses: control_rate, a one-sided state_box, state_equality, the implicit
@@ -59,7 +60,7 @@ constraints:
   - {name: floor, type: end_effector_height, min: 0.2, offset: [0, 0, 0.05]}
   - {name: workspace, type: end_effector_box, lower: [-0.8, -.inf, 0.1], upper: [0.8, 0.9, .inf]}
 )",
-                                            "iiwa_extras", KNOT_CONFIGS_DIR);
+                                            "iiwa_extras", knot::source_tree::configs_dir());
 }
 
 // Problems that together hold every model kind, cost term, constraint term and several

@@ -16,6 +16,7 @@
 #include "knot/problems/loader.hpp"
 #include "knot/solver/ipopt.hpp"
 #include "test_util.hpp"
+#include "source_tree.hpp"
 
 namespace knot::test {
 namespace {
@@ -28,7 +29,7 @@ using solver::IpoptStatus;
 using solver::OcpNlp;
 
 Problem config(const std::string& name) {
-  return problems::load_problem(std::string(KNOT_CONFIGS_DIR) + "/" + name + ".yaml");
+  return problems::load_problem(std::string(knot::source_tree::configs_dir()) + "/" + name + ".yaml");
 }
 
 IpoptOptions with(IpoptHessian hessian) {

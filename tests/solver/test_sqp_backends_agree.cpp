@@ -19,6 +19,7 @@
 #include "knot/solver/closed_loop.hpp"
 #include "knot/solver/solver.hpp"
 #include "test_sqp_common.hpp"
+#include "source_tree.hpp"
 
 namespace knot::test {
 namespace {
@@ -224,7 +225,7 @@ TEST(SqpBackendsAgree, IndefiniteStageHessiansTakeTheRiccatiFallback) {
 class SqpBackendsAgreeOnConfig : public testing::TestWithParam<const char*> {};
 
 TEST_P(SqpBackendsAgreeOnConfig, SameVerdictAndCost) {
-  const problems::Problem p = problems::load_problem(std::string(KNOT_CONFIGS_DIR) + "/" + GetParam() + ".yaml");
+  const problems::Problem p = problems::load_problem(std::string(knot::source_tree::configs_dir()) + "/" + GetParam() + ".yaml");
   const Outcome ref = run(p, Linsys::Riccati);
   for (const Linsys linsys : {Linsys::KktLdlt, Linsys::Bdsv, Linsys::Pcg}) {
     if (kSanitized && linsys == Linsys::Pcg && p.nx() > 4) continue;  // pcg on the large ones: seconds each

@@ -16,6 +16,7 @@
 #include "knot/problems/integrator.hpp"
 #include "knot/problems/loader.hpp"
 #include "knot/solver/solver.hpp"
+#include "source_tree.hpp"
 
 namespace knot::test {
 
@@ -59,7 +60,7 @@ inline std::vector<std::vector<double>> perturbed_starts(const problems::Problem
 }
 
 inline problems::Problem load_config(const std::string& name, const std::vector<std::string>& overrides = {}) {
-  return problems::load_problem(std::filesystem::path(KNOT_CONFIGS_DIR) / (name + ".yaml"), overrides);
+  return problems::load_problem(std::filesystem::path(knot::source_tree::configs_dir()) / (name + ".yaml"), overrides);
 }
 
 // Expression terms beside the cart-pole swing-up's own (the device path's tests, on the expression
@@ -82,7 +83,7 @@ inline std::vector<std::string> expression_term_overrides() {
 
 inline std::vector<std::string> config_names() {
   std::vector<std::string> names;
-  for (const auto& e : std::filesystem::directory_iterator(KNOT_CONFIGS_DIR))
+  for (const auto& e : std::filesystem::directory_iterator(knot::source_tree::configs_dir()))
     if (e.path().extension() == ".yaml") names.push_back(e.path().stem().string());
   std::sort(names.begin(), names.end());
   return names;

@@ -9,6 +9,7 @@
 #include "knot/problems/loader.hpp"
 #include "knot/solver/ipopt.hpp"
 #include "knot/solver/solver.hpp"
+#include "source_tree.hpp"
 
 namespace {
 
@@ -18,7 +19,7 @@ class SqpVsIpopt : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(SqpVsIpopt, SameOptimalCostFromTheSameGuess) {
   if (!solver::ipopt_available()) GTEST_SKIP() << "built without IPOPT";
-  const problems::Problem p = problems::load_problem(std::string(KNOT_CONFIGS_DIR) + "/" + GetParam() + ".yaml");
+  const problems::Problem p = problems::load_problem(std::string(knot::source_tree::configs_dir()) + "/" + GetParam() + ".yaml");
 
   solver::Solver sqp(p);
   ASSERT_EQ(sqp.solve(), solver::Status::Solved) << sqp.solution().message();

@@ -24,6 +24,7 @@
 #include "knot/solver/batch.hpp"
 #include "knot/solver/device/device_sqp.hpp"
 #include "knot/solver/solver.hpp"
+#include "source_tree.hpp"
 
 namespace {
 
@@ -32,7 +33,7 @@ using namespace knot;
 const char* const kConfigs[] = {"cartpole_swingup", "iiwa14_gravity_limits"};
 
 problems::Problem load_config(const std::string& name) {
-  return problems::load_problem(std::filesystem::path(KNOT_CONFIGS_DIR) / (name + ".yaml"));
+  return problems::load_problem(std::filesystem::path(knot::source_tree::configs_dir()) / (name + ".yaml"));
 }
 
 std::vector<std::vector<double>> starts(const problems::Problem& p, int B) {

@@ -20,6 +20,7 @@
 #include "knot/problems/integrator.hpp"
 #include "knot/problems/loader.hpp"
 #include "knot/solver/solver.hpp"
+#include "source_tree.hpp"
 
 namespace {
 
@@ -27,8 +28,8 @@ using namespace knot;
 
 problems::Problem load(bool expression) {
   if (expression)
-    return problems::load_problem(std::filesystem::path(KNOT_TEST_DATA_DIR) / "expression" / "cartpole_swingup.yaml");
-  return problems::load_problem(std::filesystem::path(KNOT_CONFIGS_DIR) / "cartpole_swingup.yaml");
+    return problems::load_problem(std::filesystem::path(knot::source_tree::test_data_dir()) / "expression" / "cartpole_swingup.yaml");
+  return problems::load_problem(std::filesystem::path(knot::source_tree::configs_dir()) / "cartpole_swingup.yaml");
 }
 
 // Seconds per iteration of each built-in entry, for the expression entry's ratio.

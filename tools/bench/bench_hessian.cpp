@@ -18,6 +18,7 @@
 #include "knot/problems/integrator.hpp"
 #include "knot/problems/models/manipulator.hpp"
 #include "knot/problems/params.hpp"
+#include "source_tree.hpp"
 
 namespace {
 
@@ -25,7 +26,7 @@ using namespace knot::problems;
 
 std::shared_ptr<const Model> iiwa() {
   ParamMap params("model.params");
-  params.set("urdf", std::string(KNOT_CONFIGS_DIR) + "/robots/iiwa14_iiwa_grid.urdf");
+  params.set("urdf", std::string(knot::source_tree::configs_dir()) + "/robots/iiwa14_iiwa_grid.urdf");
   return make_manipulator(params);
 }
 

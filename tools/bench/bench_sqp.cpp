@@ -32,6 +32,7 @@
 #include "knot/solver/ipopt.hpp"
 #include "knot/solver/solver.hpp"
 #include "lq_problem.hpp"
+#include "source_tree.hpp"
 
 namespace {
 
@@ -40,7 +41,7 @@ using solver::Solver;
 using solver::Status;
 
 problems::Problem load_config(const std::string& name, const std::vector<std::string>& overrides = {}) {
-  return problems::load_problem(std::filesystem::path(KNOT_CONFIGS_DIR) / (name + ".yaml"), overrides);
+  return problems::load_problem(std::filesystem::path(knot::source_tree::configs_dir()) / (name + ".yaml"), overrides);
 }
 
 double relative_difference(double a, double b) { return std::abs(a - b) / std::max(1.0, std::abs(b)); }
@@ -319,7 +320,7 @@ void BM_ToOptimum(benchmark::State& state, problems::Problem (*make)(const std::
 // Registered at start-up from the configs directory, so a new config is benchmarked without an edit.
 const bool kToOptimumRegistered = [] {
   std::vector<std::filesystem::path> files;
-  for (const auto& e : std::filesystem::directory_iterator(KNOT_CONFIGS_DIR))
+  for (const auto& e : std::filesystem::directory_iterator(knot::source_tree::configs_dir()))
     if (e.path().extension() == ".yaml") files.push_back(e.path());
   std::sort(files.begin(), files.end());
   using Make = problems::Problem (*)(const std::string&);

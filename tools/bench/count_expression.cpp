@@ -15,6 +15,7 @@
 #include "knot/problems/integrator.hpp"
 #include "knot/problems/loader.hpp"
 #include "knot/solver/solver.hpp"
+#include "source_tree.hpp"
 
 namespace {
 
@@ -67,8 +68,8 @@ int main(int argc, char** argv) {
   const int reps = argc > 3 ? std::atoi(argv[3]) : 10;
   const problems::Problem p =
       expression
-          ? problems::load_problem(std::filesystem::path(KNOT_TEST_DATA_DIR) / "expression" / "cartpole_swingup.yaml")
-          : problems::load_problem(std::filesystem::path(KNOT_CONFIGS_DIR) / "cartpole_swingup.yaml");
+          ? problems::load_problem(std::filesystem::path(knot::source_tree::test_data_dir()) / "expression" / "cartpole_swingup.yaml")
+          : problems::load_problem(std::filesystem::path(knot::source_tree::configs_dir()) / "cartpole_swingup.yaml");
   auto data = p.model->make_data();
   solver::Solver s(p);
   std::vector<double> x0, u0;

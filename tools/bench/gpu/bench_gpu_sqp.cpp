@@ -23,6 +23,7 @@
 #include "knot/problems/loader.hpp"
 #include "knot/solver/cuda/batch_cuda.hpp"
 #include "knot/solver/device/device_sqp.hpp"
+#include "source_tree.hpp"
 
 namespace {
 
@@ -118,7 +119,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  const auto path = std::filesystem::path(KNOT_CONFIGS_DIR) / (config + ".yaml");
+  const auto path = std::filesystem::path(knot::source_tree::configs_dir()) / (config + ".yaml");
   std::printf("SQP %s on the GPU (CudaBatch, double, Gauss-Newton), median of %d\n", config.c_str(), reps);
   std::printf("SQP %6s %6s %8s %14s %14s %10s %8s\n", "N", "B", "linsys", "1 iter (us)", "solve (ms)", "iters", "solved");
   int rc = 0;
