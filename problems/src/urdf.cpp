@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -156,6 +157,7 @@ class Builder {
     if (!in) throw ProblemError(SourceLocation{path_, 0, 0}, key("urdf"), "a readable URDF file", "'" + path_ + "' (no such file or not readable)");
     std::stringstream text;
     text << in.rdbuf();
+    refuse_broken_utf8(text.str());
     refuse_percent(text.str());
     std::lock_guard<std::mutex> lock(parse_mutex());
     CaptureLog capture;
@@ -210,6 +212,32 @@ class Builder {
 
  private:
   std::string key(const std::string& k) const { return context_.empty() ? k : context_ + "." + k; }
+
+  // tinyxml, which urdfdom parses with, steps over a multi-byte UTF-8 sequence by the length its first
+  // byte announces, so a sequence cut short by the end of the text made it read past the string's
+  // terminator (found by fuzz_urdf). So the text must be well-formed UTF-8 (ASCII is) before urdfdom
+  // sees it.
+  void refuse_broken_utf8(const std::string& text) const {
+    int line = 1, column = 1;
+    for (std::size_t i = 0; i < text.size();) {
+      const auto b = static_cast<unsigned char>(text[i]);
+      const std::size_t len = b < 0x80 ? 1 : (b >= 0xC2 && b <= 0xDF) ? 2 : (b >= 0xE0 && b <= 0xEF) ? 3
+                              : (b >= 0xF0 && b <= 0xF4) ? 4 : 0;
+      bool ok = len > 0 && i + len <= text.size();
+      for (std::size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
+      if (!ok) {
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "0x%02X", b);
+        throw ProblemError(SourceLocation{path_, line, column}, key("urdf"),
+                           "a URDF in UTF-8 (tinyxml, which urdfdom reads it with, runs past a broken sequence)",
+                           std::string("byte ") + hex + " at line " + std::to_string(line) + " column " +
+                               std::to_string(column) + " of " + path_ + ", which starts no complete UTF-8 character");
+      }
+      if (b == '\n') line++, column = 1;
+      else column++;
+      i += len;
+    }
+  }
 
   // urdfdom hands text from the file to console_bridge as a printf format, so a '%' in a value it
   // reports ("%s" in an origin, say) would be read as a conversion and crash inside vsnprintf before

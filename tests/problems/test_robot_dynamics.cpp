@@ -1136,6 +1136,10 @@ TEST(RobotUrdf, BadNumbersAndImpossibleBodiesAreRefused) {
        {"type=\"fixed\"", "limits [0.5, 0.5] of joint 'j' (zero range)"}},
       // urdfdom would pass the value to vsnprintf as a format and crash (found by fuzz_urdf).
       {"percent", "<inertial>", "<inertial><origin xyz=\"%s%s%s 0 0\"/>", {"a URDF without '%'", "'%' at line"}},
+      // tinyxml read past the text's end after a UTF-8 sequence cut short there (found by fuzz_urdf).
+      {"utf8_cut_at_end", "</robot>", "</robot>\n\xC8", {"a URDF in UTF-8", "byte 0xC8 at line", "complete UTF-8"}},
+      {"utf8_stray", "name=\"b\"", "name=\"b\xAA\"", {"a URDF in UTF-8", "byte 0xAA at line"}},
+      {"utf8_short", "name=\"b\"", "name=\"b\xE2\x82\"", {"byte 0xE2 at line"}},
   };
   for (const BadUrdf& c : cases) {
     SCOPED_TRACE(c.name);
@@ -1158,6 +1162,7 @@ TEST(RobotUrdf, BadNumbersAndImpossibleBodiesAreRefused) {
       {inertia, "<origin xyz=\"0.1 0 0\"/><inertia ixx=\"0\" ixy=\"0\" ixz=\"0\" iyy=\"0\" iyz=\"0\" izz=\"0\"/>", ""},
       {inertia, "<inertia ixx=\"0.2\" ixy=\"0.05\" ixz=\"0\" iyy=\"0.2\" iyz=\"0\" izz=\"0.1\"/>", ""},
       {mass, mass + "<!-- 100% of the mass, %s -->", ""},
+      {mass, mass + "<!-- 1 \xC2\xB5m, 20 \xE2\x82\xAC, \xF0\x9F\xA6\xBE -->", ""},  // UTF-8 of 2, 3 and 4 bytes
       {"lower=\"-1\" upper=\"1\"", "lower=\"0.5\" upper=\"0.5000001\"",
        "joint 'j' moves only 1e-07 (limits [0.5, 0.5000001]); if it should not move, make it type=\"fixed\""},
       {ixx, "ixx=\"-1e-8\"", "link 'b' has principal moments (-1e-08, 0.1, 0.1) that include a negative one"},
