@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -473,6 +474,22 @@ TEST(RobotDynamics, ForwardDynamicsDerivativesMatchFiniteDifferences) {
                       central_diff([&](const Vec& x) { return fd_vec(d, q, qd, x); }, tau), "dqdd/du");
     // Rows past n are untouched.
     EXPECT_TRUE(A.bottomRows(3).array().isNaN().all());
+    // Both state Jacobians come from one paired product; asked for alone, each comes from its own.
+    // They are the same bits.
+    Mat dq_alone = Mat::Constant(ld, d.n, knot::test::kNaN), dqd_alone = dq_alone;
+    ASSERT_EQ(robot::forward_dynamics_derivatives(d, q.data(), qd.data(), tau.data(), qdd.data(), dq_alone.data(),
+                                                  nullptr, nullptr, ld, *w),
+              0);
+    ASSERT_EQ(robot::forward_dynamics_derivatives(d, q.data(), qd.data(), tau.data(), qdd.data(), nullptr,
+                                                  dqd_alone.data(), nullptr, ld, *w),
+              0);
+    const auto same_bits = [&](const Mat& x, int col) {
+      return std::memcmp(x.data(), A.data() + col * ld, sizeof(double) * ld * d.n - 3 * sizeof(double)) == 0;
+    };
+    EXPECT_TRUE(same_bits(dq_alone, 0));
+    EXPECT_TRUE(same_bits(dqd_alone, d.n));
+    dq_alone(d.n - 1, d.n - 1) = std::nextafter(dq_alone(d.n - 1, d.n - 1), 1e300);  // negative control
+    EXPECT_FALSE(same_bits(dq_alone, 0));
   }
 }
 

@@ -478,6 +478,32 @@ KNOT_HD void neg_mass_product(int n, const Workspace<T>& w, const T* D, T* out, 
   }
 }
 
+// neg_mass_product for two matrices at once, each column as that function forms it (the same bits):
+// one product's sum runs n dependent steps down a column, two side by side give the core two chains.
+template <class T>
+KNOT_HD void neg_mass_products(int n, const Workspace<T>& w, const T* D1, const T* D2, T* out1, T* out2, int ldo) {
+  const T* Mi = w.Minv;
+  for (int j = 0; j < n; ++j) {
+    T c1[kMaxJoints], c2[kMaxJoints];
+    const T* d1 = D1 + j * n;
+    const T* d2 = D2 + j * n;
+    for (int i = 0; i < n; ++i) {
+      c1[i] = -Mi[i] * d1[0];
+      c2[i] = -Mi[i] * d2[0];
+    }
+    for (int k = 1; k < n; ++k)
+      for (int i = 0; i < n; ++i) {
+        const T m = Mi[i + k * n];
+        c1[i] -= m * d1[k];
+        c2[i] -= m * d2[k];
+      }
+    for (int i = 0; i < n; ++i) {
+      out1[i + j * ldo] = c1[i];
+      out2[i + j * ldo] = c2[i];
+    }
+  }
+}
+
 // --- The mass matrix in joint-local frames (composite rigid body, Featherstone's CRBA) ---
 // Body i's frame in its parent's: x_parent = E_i x_i + o_i, with
 //   revolute   E_i = joint_R Rot(axis, q_i),  o_i = joint_p
@@ -919,8 +945,12 @@ KNOT_HD int forward_dynamics_derivatives(const RobotData& r, const T* q, const T
     // These sweeps write no mass matrix, so the factor in w.L survives them.
     detail::rnea_sweeps<true>(r, qd, qdd, static_cast<T*>(nullptr), static_cast<T*>(nullptr), 0, w.dq, w.dqd, n,
                               w);
-    if (dqdd_dq != nullptr) detail::neg_mass_product(n, w, w.dq, dqdd_dq, ldd);
-    if (dqdd_dqd != nullptr) detail::neg_mass_product(n, w, w.dqd, dqdd_dqd, ldd);
+    if (dqdd_dq != nullptr && dqdd_dqd != nullptr) {
+      detail::neg_mass_products(n, w, w.dq, w.dqd, dqdd_dq, dqdd_dqd, ldd);
+    } else {
+      if (dqdd_dq != nullptr) detail::neg_mass_product(n, w, w.dq, dqdd_dq, ldd);
+      if (dqdd_dqd != nullptr) detail::neg_mass_product(n, w, w.dqd, dqdd_dqd, ldd);
+    }
   }
   if (dqdd_dtau != nullptr)
     for (int j = 0; j < n; ++j)
