@@ -484,7 +484,7 @@ TEST(RobotDynamics, ForwardDynamicsDerivativesMatchFiniteDifferences) {
                                                   dqd_alone.data(), nullptr, ld, *w),
               0);
     const auto same_bits = [&](const Mat& x, int col) {
-      return std::memcmp(x.data(), A.data() + col * ld, sizeof(double) * ld * d.n - 3 * sizeof(double)) == 0;
+      return std::memcmp(x.data(), A.data() + col * ld, sizeof(double) * ld * d.n) == 0;  // NaN rows alike
     };
     EXPECT_TRUE(same_bits(dq_alone, 0));
     EXPECT_TRUE(same_bits(dqd_alone, d.n));
