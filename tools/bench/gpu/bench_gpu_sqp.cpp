@@ -1,6 +1,6 @@
 // knot_bench_gpu_sqp: the batched SQP on the GPU (CudaBatch), iiwa14 by horizon N and batch size B.
 //
-//   knot_bench_gpu_sqp [--config NAME] [--N 32,64,128,256] [--B 1,16,128,1024] [--reps 5] [--threads T]
+//   knot_bench_gpu_sqp [--config NAME] [--N 32,64,128,256] [--B 1,16,128,1024] [--reps 5] [--threads 0,128,...]
 //                      [--linsys riccati,bdsv,pcg]
 //
 // For each (N, B): one SQP iteration (max_iter = 1: the first linearization, one step, the next
@@ -8,7 +8,10 @@
 // states x0 + 0.01 N(0, 1) (problem 0 the file's). Wall clock of CudaBatch::solve (graph launch to
 // the end of the downloads), median of --reps after one warm-up. Prints one table row per (N, B):
 // the two medians, iterations of the slowest problem, problems solved, for each LQ step asked for
-// (riccati by default; bdsv and pcg are the Schur path, device/schur.hpp). Exit 1 on a CUDA error.
+// (riccati by default; bdsv and pcg are the Schur path, device/schur.hpp), for each block size
+// asked for (0: CudaBatch's default). In a build with KNOT_DEVICE_PROFILE each row is followed by
+// a PHASES row: how problem 0's full solve split its clock cycles (DevicePhase), with the
+// thousands of cycles per iteration. Exit 1 on a CUDA error.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -41,6 +44,8 @@ struct Timing {
   double median_s = 0;
   int max_iterations = 0;
   int solved = 0;
+  int iterations0 = 0;                // problem 0's
+  long long phase_cycles[24] = {};    // problem 0's (KNOT_DEVICE_PROFILE builds)
   std::string error;
 };
 
@@ -83,6 +88,8 @@ Timing time_solves(const problems::Problem& p, const solver::SolverOptions& o, i
     t.max_iterations = std::max(t.max_iterations, batch->result(i).iterations);
     t.solved += solver::is_solved(batch->result(i).status) ? 1 : 0;
   }
+  t.iterations0 = batch->result(0).iterations;
+  for (int i = 0; i < 24; ++i) t.phase_cycles[i] = batch->result(0).phase_cycles[i];
   return t;
 }
 
@@ -92,14 +99,15 @@ int main(int argc, char** argv) {
   std::string config = "iiwa14_reach";
   std::vector<int> Ns = {32, 64, 128, 256}, Bs = {1, 16, 128, 1024};
   std::vector<solver::Linsys> linsys = {solver::Linsys::Riccati};
-  int reps = 5, threads = 0;
+  std::vector<int> threads_list = {0};
+  int reps = 5;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--config") config = v;
     else if (a == "--N") Ns = parse_list(v);
     else if (a == "--B") Bs = parse_list(v);
     else if (a == "--reps") reps = std::max(1, std::atoi(v.c_str()));
-    else if (a == "--threads") threads = std::atoi(v.c_str());
+    else if (a == "--threads") threads_list = parse_list(v);
     else if (a == "--linsys") {
       linsys.clear();
       std::stringstream in(v);
@@ -121,11 +129,14 @@ int main(int argc, char** argv) {
   }
   const auto path = std::filesystem::path(knot::source_tree::configs_dir()) / (config + ".yaml");
   std::printf("SQP %s on the GPU (CudaBatch, double, Gauss-Newton), median of %d\n", config.c_str(), reps);
-  std::printf("SQP %6s %6s %8s %14s %14s %10s %8s\n", "N", "B", "linsys", "1 iter (us)", "solve (ms)", "iters", "solved");
+  std::printf("SQP %6s %6s %8s %7s %14s %14s %10s %8s\n", "N", "B", "linsys", "threads", "1 iter (us)", "solve (ms)",
+              "iters", "solved");
+  static const char* const kPhases[] = {"linearize", "residuals", "barrier", "lq_step", "recover", "line_search"};
   int rc = 0;
   for (int N : Ns)
     for (int B : Bs)
-      for (const solver::Linsys l : linsys) {
+      for (const solver::Linsys l : linsys)
+        for (const int threads : threads_list) {
         const problems::Problem p = problems::load_problem(path, {"horizon.N=" + std::to_string(N)});
         solver::SolverOptions o = solver::device::device_path_options(solver::from_settings(p.solver));
         o.lq.linsys = l;
@@ -134,12 +145,34 @@ int main(int argc, char** argv) {
         const Timing a = time_solves(p, one, B, reps, threads);
         const Timing b = a.error.empty() ? time_solves(p, o, B, reps, threads) : a;
         if (!a.error.empty() || !b.error.empty()) {
-          std::printf("SQP %6d %6d %8s  error: %s\n", N, B, solver::to_string(l), (a.error.empty() ? b.error : a.error).c_str());
+          std::printf("SQP %6d %6d %8s %7d  error: %s\n", N, B, solver::to_string(l), threads,
+                      (a.error.empty() ? b.error : a.error).c_str());
           rc = 1;
           continue;
         }
-        std::printf("SQP %6d %6d %8s %14.1f %14.3f %10d %5d/%d\n", N, B, solver::to_string(l), 1e6 * a.median_s,
-                    1e3 * b.median_s, b.max_iterations, b.solved, B);
+        std::printf("SQP %6d %6d %8s %7d %14.1f %14.3f %10d %5d/%d\n", N, B, solver::to_string(l), threads,
+                    1e6 * a.median_s, 1e3 * b.median_s, b.max_iterations, b.solved, B);
+        long long total = 0;
+        for (int i = 0; i < int(solver::device::DevicePhase::Count); ++i) total += b.phase_cycles[i];
+        if (total > 0) {
+          std::printf("PHASES %3d %6d %8s %7d  kcycles/iter %.1f:", N, B, solver::to_string(l), threads,
+                      1e-3 * double(total) / std::max(1, b.iterations0));
+          for (int i = 0; i < int(solver::device::DevicePhase::Count); ++i)
+            std::printf(" %s %.1f%%", kPhases[i], 100.0 * double(b.phase_cycles[i]) / double(total));
+          std::printf("\n");
+          // The staged Riccati step's parts (cycles summed over the whole run of problem 0's block,
+          // warm-up and repetitions included), as shares of their sum.
+          static const char* const kParts[] = {"b_load", "b_PA_PB", "b_H", "b_potrf", "b_trsm", "b_syrk",
+                                               "b_out", "f_load", "f_gemv", "f_trsm", "f_Bu", "f_out", "f_end"};
+          long long parts = 0;
+          for (int i = 0; i < 13; ++i) parts += b.phase_cycles[8 + i];
+          if (parts > 0) {
+            std::printf("RICCATI %3d %6d %7d  Mcycles %.1f:", N, B, threads, 1e-6 * double(parts));
+            for (int i = 0; i < 13; ++i)
+              std::printf(" %s %.1f%%", kParts[i], 100.0 * double(b.phase_cycles[8 + i]) / double(parts));
+            std::printf("\n");
+          }
+        }
         std::fflush(stdout);
       }
   return rc;

@@ -111,6 +111,21 @@ struct DeviceResult {
   int iteration = 0;              // the iteration the detail refers to
   int knot = -1;
   double value[3] = {0, 0, 0};
+  // Builds with KNOT_DEVICE_PROFILE, on a GPU: rank 0's clock cycles in each DevicePhase over the
+  // whole solve (how a block's time splits; knot_bench_gpu_sqp prints them), then (problem 0 only)
+  // those of the staged Riccati step's parts. Zero otherwise.
+  long long phase_cycles[24] = {};
+};
+
+// The phases of an SQP iteration that DeviceResult::phase_cycles splits the time into.
+enum class DevicePhase : int {
+  Linearize = 0,     // the model, costs and rows at the iterate, with their derivatives
+  Residuals = 1,     // objective scale, first-iteration start, KKT residuals, barrier update
+  BarrierTerms = 2,  // the rows' barrier terms into the LQ blocks
+  LqStep = 3,        // the LQ solve with its regularization retries
+  RecoverStep = 4,   // row steps and the fraction to the boundary
+  LineSearch = 5,    // trial points, the filter or merit, the accepted step, the row written
+  Count = 6
 };
 
 // Scratch of one group member: linearize's layout, a state (a trial point's next state) followed
@@ -215,6 +230,25 @@ struct SqpArrays {
 
 namespace detail {
 
+// Clock cycles by DevicePhase: read with clock64() in KNOT_DEVICE_PROFILE builds on a GPU (each
+// member its own copy; rank 0's is reported), and compiled to nothing everywhere else.
+struct PhaseClock {
+  long long cycles[int(DevicePhase::Count)] = {};
+  long long last = 0;
+  KNOT_HD void start() {
+#if defined(KNOT_DEVICE_PROFILE) && defined(__CUDA_ARCH__)
+    last = clock64();
+#endif
+  }
+  KNOT_HD void lap([[maybe_unused]] DevicePhase p) {
+#if defined(KNOT_DEVICE_PROFILE) && defined(__CUDA_ARCH__)
+    const long long now = clock64();
+    cycles[int(p)] += now - last;
+    last = now;
+#endif
+  }
+};
+
 template <class T>
 KNOT_HD T abs_(T v) {
   return v < T(0) ? -v : v;
@@ -247,10 +281,12 @@ KNOT_HD T l1(int n, const T* v) {
 // The solve. Every member calls it with the same arguments. The iterate (a.x, a.u) holds the
 // starting point on entry (a cold start: the multipliers, slacks and duals are initialized at the
 // first linearization); on return it holds the final iterate, with lambda, z, s, y unscaled. Rank 0
-// writes *result and rows[0 .. result->rows) (capacity max_iter + 1). Ends on a barrier.
+// writes *result and rows[0 .. result->rows) (capacity max_iter + 1). riccati_stage: riccati_solve's
+// stage (riccati_stage_size scalars; the CUDA kernel passes shared memory), or null. Ends on a barrier.
 template <class G, class T>
 KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, const double* slice,
-                       const DeviceOptions& o, const SqpArrays<T>& a, DeviceResult* result, IterationStats* rows) {
+                       const DeviceOptions& o, const SqpArrays<T>& a, DeviceResult* result, IterationStats* rows,
+                       T* riccati_stage = nullptr) {
   using detail::abs_;
   using detail::max_;
   using detail::min_;
@@ -272,11 +308,13 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
   int filter_size = 0, acceptable_run = 0;
   T acceptable_error = T(0);
   IterationStats row{};  // the current row, every member's copy
+  detail::PhaseClock clock;
   // Residuals of the last measured iterate
   T r_st = 0, r_fe = 0, r_co = 0, r_gap = 0, r_sd = 1, r_sc = 1, r_be = 0;
 
   const auto finish = [&]() {
     if (rank == 0) {
+      for (int i = 0; i < int(DevicePhase::Count); ++i) res.phase_cycles[i] = clock.cycles[i];
       res.mu = double(mu / obj_scale);
       res.obj_scale = double(obj_scale);
       *result = res;
@@ -397,7 +435,7 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
     bool stalled_below_error = false;
     for (;;) {
       SchurStats ss;
-      const DeviceLqResult lr = o.linsys == 0 ? riccati_solve(g, a.lq, a.step, a.lq_scratch)
+      const DeviceLqResult lr = o.linsys == 0 ? riccati_solve(g, a.lq, a.step, a.lq_scratch, riccati_stage)
                                               : schur_solve(g, a.lq, a.step, a.lq_scratch, o.schur, lq_tol, ss);
       ++res.lq_solves;
       if (o.linsys != 0) {
@@ -654,11 +692,13 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
 
   bool restored = false;
   const T kDualBound = T(1e10), kPenaltyRho = T(0.1);
+  clock.start();
   for (int iter = 0;; ++iter) {
     IterationStats& it = row;
     it = IterationStats{};
 
     if (!linearize_iterate()) break;
+    clock.lap(DevicePhase::Linearize);
     if (iter == 0) {
       obj_scale = objective_scale();
       g.sync();
@@ -835,15 +875,19 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
       }
     }
     if (mu != mu_before) filter_size = 0;
+    clock.lap(DevicePhase::Residuals);
     add_barrier_terms();
     it.mu = double(mu);
+    clock.lap(DevicePhase::BarrierTerms);
 
     if (!solve_lq(it)) {
       write_row();
       break;
     }
+    clock.lap(DevicePhase::LqStep);
     T alpha_max = T(1), alpha_dual = T(1);
     recover_step(alpha_max, alpha_dual);
+    clock.lap(DevicePhase::RecoverStep);
 
     // line_search (shared part)
     restored = false;
@@ -985,6 +1029,7 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
     it.dual_step = double(alpha_dual);
     res.iterations = iter + 1;
     write_row();
+    clock.lap(DevicePhase::LineSearch);
   }
   // Full steps carry no guarantee of progress toward feasibility (Solver's rule; no time limit here).
   if (o.globalization == 2 && res.rows > 0 && res.status == Status::MaxIterations) {
