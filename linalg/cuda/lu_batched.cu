@@ -126,7 +126,7 @@ Status lu_check(int batch, int n, int rows_per_thread, const Launch& launch, LuP
   const int rows = rows_per_thread > 0 ? rows_per_thread : lu_default_rows(n);
   const int t = coop_lu_threads_per_system(n, rows);
   if (t > 32) return detail::invalid("lu_batched: rows_per_thread must be >= ceil(n / 32) (one system per warp at most)");
-  *threads = launch.threads ? launch.threads : 128;
+  *threads = launch.threads ? launch.threads : 64;  // batched.hpp says why 64
   KNOT_STATUS_TRY(detail::check_threads(*threads));
   if (*threads % 32 != 0) return detail::invalid("lu_batched: Launch::threads must be a multiple of 32");
   plan->n = n;

@@ -145,7 +145,7 @@ Status CudaBatch::create(const device::BatchProblemData& data, const device::Dev
                          int threads, bool single, std::unique_ptr<CudaBatch>* out) {
   if (out == nullptr) return invalid("CudaBatch::create: out is null");
   if (batch < 1) return invalid("CudaBatch::create: batch must be >= 1");
-  if (threads == 0) threads = kDefaultBatchThreads;
+  if (threads == 0) threads = default_batch_threads(batch);
   if (threads < 1 || threads > kMaxBatchThreads) return invalid("CudaBatch::create: threads must be in 1..256");
   int count = 0;
   KNOT_BATCH_TRY(cudaGetDeviceCount(&count), "cudaGetDeviceCount");

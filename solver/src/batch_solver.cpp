@@ -532,4 +532,6 @@ std::size_t BatchSolver::bytes_allocated() const {
   return bytes;
 }
 
+std::size_t BatchSolver::device_bytes() const { return impl_->engine ? impl_->engine->device_bytes() : 0; }
+
 }  // namespace knot::solver

@@ -220,6 +220,9 @@ TEST(GpuBatchSqp, BatchSolverCudaBackendMatchesItsCpuDevicePath) {
     EXPECT_EQ(cpu.status(i), gpu_batch.status(i));
     EXPECT_NEAR(cpu.solution(i).cost, gpu_batch.solution(i).cost, 1e-9 * std::abs(cpu.solution(i).cost));
   }
+  // The GPU memory is reported (knot solve --batch prints it); the cpu backend has none.
+  EXPECT_GT(gpu_batch.device_bytes(), std::size_t(4) * sizeof(solver::device::DeviceResult));
+  EXPECT_EQ(cpu.device_bytes(), 0u);
 }
 
 // Per-problem models on the GPU: problem 1 with a heavier cart, problem 2 of the expression

@@ -72,6 +72,8 @@ TEST(BatchDevice, PoolGivesBitwiseWhatEachProblemGivesAloneForEveryThreadCount) 
       o.solver = device_fit(p);
       BatchSolver batch(p, 6, o);
       ASSERT_EQ(batch.path(), BatchPath::Device) << name;
+      EXPECT_GT(batch.bytes_allocated(), 0u);
+      EXPECT_EQ(batch.device_bytes(), 0u);  // the cpu backend holds no GPU memory
       for (int i = 0; i < 6; ++i) batch.set_initial_state(i, x0[std::size_t(i)]);
       batch.solve();
       for (int i = 0; i < 6; ++i) {

@@ -260,7 +260,11 @@ int run_solve_batch(const SolveOptions& opt) {
     fmt::print("statuses         {}\n", statuses.c_str());
     fmt::print("time             {:.3f} ms wall, {:.3f} ms per problem (one solve: mean {:.3f} ms, max {:.3f} ms)\n",
                1e3 * wall, 1e3 * wall / B, 1e3 * sum / B, 1e3 * worst);
-    fmt::print("memory           {} bytes allocated at creation\n", batch->bytes_allocated());
+    if (batch->device_bytes() > 0)
+      fmt::print("memory           {} bytes allocated at creation, {} bytes of them on the GPU\n",
+                 batch->bytes_allocated() + batch->device_bytes(), batch->device_bytes());
+    else
+      fmt::print("memory           {} bytes allocated at creation\n", batch->bytes_allocated());
     const std::string column = sweep.empty() ? std::string() : fmt::format("{:>12}  ", sweep_name);
     fmt::print("\n problem  {}{:<18} {:>10}  {}\n", column.c_str(), "status", "iterations", "cost");
     for (int i = 0; i < B; ++i) {

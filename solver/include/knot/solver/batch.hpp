@@ -154,6 +154,8 @@ class BatchSolver {
   // Heap bytes of the B solvers' workspaces (Solver::bytes_allocated, summed), or of the device
   // path's arrays (host; the GPU's device memory besides).
   std::size_t bytes_allocated() const;
+  // Bytes of GPU memory the cuda backend allocated at creation (BatchEngine::device_bytes); 0 on cpu.
+  std::size_t device_bytes() const;
 
  private:
   struct Impl;

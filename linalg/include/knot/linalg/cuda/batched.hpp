@@ -127,7 +127,8 @@ Status potrf_batched(int batch, int n, T* A, int lda, int* info, int tile = 0, c
 // The cooperative LU in its column-major layout with logical row interchanges (LuLayout::kColMajor,
 // LuInterchange::kLogical, default threshold and singular floor). One system per tile of W lanes of
 // a warp, W the smallest power of two >= threads_per_system = ceil(n / rows_per_thread); threads / W
-// systems per block (threads a multiple of 32, default 128).
+// systems per block (threads a multiple of 32, default 64: on an H200 64-thread blocks ran the n = 32
+// factorization 18% faster than 128 and n = 8, 16 within 2%; docs/BENCHMARKS.md, GPU).
 //   A     batch column-major n x n matrices, problem p at p*n*n (leading dimension n). factor and
 //         solve overwrite it with the factors in coop_lu's logical format: row v holds its
 //         multipliers left of column piv[v] and its row of U from there on.
