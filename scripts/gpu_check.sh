@@ -11,7 +11,8 @@
 # GPU_CHECK_BUDGET_S (default 470 s), GPU_CHECK_PREBUILT=1 (skip configure and build: run the
 # binaries already in GPU_CHECK_BUILD, e.g. built for sm_90 on a machine without a GPU and copied
 # over; scripts/gpu_bundle.sh packs them). Phase 7 runs the CLI (knot info, knot solve --batch on
-# both backends) when GPU_CHECK_BUILD holds tools/knot/knot.
+# both backends) when GPU_CHECK_BUILD holds tools/knot/knot. The summary ends on issue 13's goals
+# beside what this run measured.
 #
 # Sized for a short loan of one H200 (16 cores): the whole script stops itself before 8 minutes,
 # each phase under `timeout` with what is left of that budget. Exit status: 0 when the tests ran on
@@ -206,6 +207,26 @@ if (( gpu_used )) && [ -x "$knot_bin" ]; then
     grep -E '^(batch|path|statuses|time|memory) ' "$LOGS/cli_batch_$backend.log" 2>/dev/null | tee -a "$SUMMARY" || true
   done
 fi
+
+# The issue-13 goals against this run, one line each (from the logs above; "-" where a phase did not run).
+goals() {
+  local sqp="$LOGS/bench_sqp.log" fac="$LOGS/bench_factor.log"
+  printf "%-52s %-10s %s\n" goal measured target
+  for b in 1 128; do
+    local us
+    us=$(awk -v b="$b" '$1 == "SQP" && $2 == 64 && $3 == b && $4 == "riccati" {print $6; exit}' "$sqp" 2>/dev/null || true)
+    printf '%-52s %-10s %s\n' "iiwa14 N=64 B=$b, 1-iteration solve (us)" "${us:--}" "$([ "$b" = 1 ] && echo '< 100' || echo '< 1000')"
+  done
+  for op in LU Cholesky; do
+    for n in 8 16 32; do
+      local r
+      r=$(awk -v op="$op" -v n="$n" '$1 == op && $2 == "factor" && $3 == n {print $7; exit}' "$fac" 2>/dev/null || true)
+      printf '%-52s %-10s %s\n' "$op factor n=$n, speed-up over cuBLAS/cuSOLVER" "${r:--}" ">= 3x"
+    done
+  done
+}
+say "goals (issue 13):"
+goals | tee -a "$SUMMARY"
 
 say "done in $(elapsed)s; logs in $LOGS"
 if (( failed )); then
