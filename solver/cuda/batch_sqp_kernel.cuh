@@ -32,7 +32,7 @@ __global__ void batch_sqp_kernel(device::BatchProblem P, const unsigned char* ar
   for (std::size_t i = g.rank(); i < iterate_stride; i += g.size()) a.x[i] = T(it[i]);
   g.sync();
   // The Riccati step's stage in shared memory when the launch gave it (stage_bytes below).
-  extern __shared__ unsigned char dynamic_shared[];
+  extern __shared__ __align__(16) unsigned char dynamic_shared[];
   T* stage = stage_bytes<T>(P, o) > 0 ? reinterpret_cast<T*>(dynamic_shared) : nullptr;
   device::sqp_solve(g, P, arenas + p * arena_stride, slices + p * slice_stride, o, a, results + p,
                     rows + static_cast<std::size_t>(p) * (o.max_iter + 1), stage);

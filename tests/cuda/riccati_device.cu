@@ -19,7 +19,7 @@ using solver::device::StepView;
 template <class T>
 __global__ void riccati_kernel(int nx, int nu, int N, T* data, T* resolve_data, T* step, T* scratch,
                                DeviceLqResult* results, bool staged) {
-  extern __shared__ unsigned char shared[];
+  extern __shared__ __align__(16) unsigned char shared[];
   linalg::BlockGroup g;
   const std::size_t p = blockIdx.x;
   const LqView<T> lq = LqView<T>::carve(nx, nu, N, data + p * LqView<T>::size(nx, nu, N));
