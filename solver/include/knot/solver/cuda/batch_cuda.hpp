@@ -23,8 +23,8 @@ using linalg::cuda::Status;
 
 // The largest thread-block size create() takes, and the one threads = 0 takes for a batch of B. On an
 // H200 (iiwa14, docs/BENCHMARKS.md, GPU): up to B = 128, 128 threads were within 5% of the fastest
-// size and 15-23% faster than 64 at N >= 64; at B = 1024, where several blocks share an SM, 64 were
-// 14-21% faster than 128.
+// size and 14-30% faster than 64 at N >= 64; at B = 1024, where several blocks share an SM, 64 were
+// 14-27% faster than 128.
 inline constexpr int kMaxBatchThreads = 256;
 constexpr int default_batch_threads(int batch) { return batch <= 256 ? 128 : 64; }
 
