@@ -25,7 +25,7 @@ done
 rm -rf "$BUILD/lib"
 mkdir -p "$BUILD/lib" "$(dirname "$ARCHIVE")"
 ldd "${bins[@]}" 2>/dev/null | awk '/=> \// {print $1, $3}' | sort -u |
-  grep -v -E '^(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|ld-linux|libcu[A-Za-z]*|libnvJitLink)[.]' |
+  { grep -v -E '^(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|ld-linux|libcu[A-Za-z]*|libnvJitLink)[.]' || true; } |
   while read -r name path; do cp -L "$path" "$BUILD/lib/$name"; done
 cp -L "$(ldd "${bins[0]}" | awk '/libcudart/ {print $3}')" "$BUILD/lib/" 2>/dev/null || true
 tar -cJf "$ARCHIVE" "${bins[@]}" "$BUILD/lib"
