@@ -7,7 +7,8 @@
 // iterate's linearization and residuals) and one full solve (the file's max_iter), from B initial
 // states x0 + 0.01 N(0, 1) (problem 0 the file's). Wall clock of CudaBatch::solve (graph launch to
 // the end of the downloads), median of --reps after one warm-up. Prints one table row per (N, B):
-// the two medians, iterations of the slowest problem, problems solved, for each LQ step asked for
+// the two medians, iterations of the slowest problem, problems solved and the full solve's time per
+// iteration, for each LQ step asked for
 // (riccati by default; bdsv and pcg are the Schur path, device/schur.hpp), for each block size
 // asked for (0: CudaBatch's default). In a build with KNOT_DEVICE_PROFILE each row is followed by
 // a PHASES row: how problem 0's full solve split its clock cycles (DevicePhase), with the
@@ -129,8 +130,8 @@ int main(int argc, char** argv) {
   }
   const auto path = std::filesystem::path(knot::source_tree::configs_dir()) / (config + ".yaml");
   std::printf("SQP %s on the GPU (CudaBatch, double, Gauss-Newton), median of %d\n", config.c_str(), reps);
-  std::printf("SQP %6s %6s %8s %7s %14s %14s %10s %8s\n", "N", "B", "linsys", "threads", "1 iter (us)", "solve (ms)",
-              "iters", "solved");
+  std::printf("SQP %6s %6s %8s %7s %14s %14s %10s %8s %12s\n", "N", "B", "linsys", "threads", "1 iter (us)",
+              "solve (ms)", "iters", "solved", "us/iter");
   static const char* const kPhases[] = {"linearize", "residuals", "barrier", "lq_step", "recover", "line_search"};
   int rc = 0;
   for (int N : Ns)
@@ -150,8 +151,11 @@ int main(int argc, char** argv) {
           rc = 1;
           continue;
         }
-        std::printf("SQP %6d %6d %8s %7d %14.1f %14.3f %10d %5d/%d\n", N, B, solver::to_string(l), threads,
-                    1e6 * a.median_s, 1e3 * b.median_s, b.max_iterations, b.solved, B);
+        // us/iter: the full solve over the slowest problem's iterations (the batch ends with it), the
+        // time of one SQP iteration without the first linearization's and the probe's share.
+        std::printf("SQP %6d %6d %8s %7d %14.1f %14.3f %10d %5d/%-5d %12.1f\n", N, B, solver::to_string(l), threads,
+                    1e6 * a.median_s, 1e3 * b.median_s, b.max_iterations, b.solved, B,
+                    1e6 * b.median_s / std::max(1, b.max_iterations));
         long long total = 0;
         for (int i = 0; i < int(solver::device::DevicePhase::Count); ++i) total += b.phase_cycles[i];
         if (total > 0) {
