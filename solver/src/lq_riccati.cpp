@@ -328,19 +328,28 @@ inline constexpr bool kSqrt = NX != kDynamic && NU != kDynamic &&
                               (NX >= 15 || (NX >= 11 && NU >= 3) || (NX >= 8 && NU == 4) || (NX >= 7 && NU >= 7));
 
 // Run-time sizes (a state size outside RiccatiNx, or nu > 8) that run the run-time-size square-root
-// recursion first (sqrt_backward_rt). Both recursions at run time, N = 50, square root / classical
-// (medians of 15, /tmp driver, loaded machine: about +-5%):
-//   nu >= 12 at every nx:          (2, 12) 0.94  (4, 12) 0.69  (26, 12) 0.80  (36, 12) 0.74  (33, 16) 0.83
-//   nu 8..11 from nx = 16, and at nx = 8, 12 (no state padding):
-//                                  (16, 9) 0.81  (18, 10) 0.92  (19, 8) 0.85  (8, 9) 0.96  (12, 9) 0.89;
-//                                  (13, 10) 1.21, (14, 9) 1.06, (5, 10) 1.14, (4, 9) 1.04 are left out
-//   nu = 4, 6 from nx = 23:        (23, 4) 0.95  (27, 6) 0.94  (31, 4) 0.88; (17, 4) 1.01, (21, 4) 1.02
-//   every nu from nx = 32:         (33, 1) 0.99  (36, 1) 0.90  (40, 3) 0.92  (48, 2) 0.90
-// Below that small or odd nu lose to their padding: (17, 1) 1.23, (21, 3) 1.08, (25, 1) 1.16,
-// (21, 7) 1.01, (29, 5) 1.07.
+// recursion first (sqrt_backward_rt, whose factor has the order round4(nx + nu): w = the padding, 0..3).
+// Both recursions at run time, N = 50, square root / classical (medians of 3 interleaved runs of 201 x
+// 10 solves, one core; /tmp driver, 2026-12-04, AMD EPYC Zen 5):
+//   nu >= 9 from nx = 3:  (3, 9) 0.94  (4, 9) 1.01  (5, 10) 0.79  (13, 10) 0.63  (16, 12) 0.54;
+//                         (1, 9) 1.33, (2, 9) 1.12, (2, 11) 1.01 left out
+//   nx 17..23 (nu <= 8):  no padding: (17, 3) 0.98  (19, 1) 0.98  (21, 3) 0.95  (21, 7) 0.89
+//                         (22, 2) 0.97  (23, 5) 0.93; (18, 2) 1.02 is the one loss
+//                         w <= 2 from nu = 5, and nu = 8: (17, 6) 0.92  (18, 5) 0.95  (19, 7) 0.97
+//                         (17, 8) 0.99  (21, 8) 0.96; (17, 5) 1.00, (21, 5) 1.00 ties
+//                         left out: (17, 1) 1.11  (18, 3) 1.14  (19, 2) 1.12  (21, 4) 1.05
+//                         (22, 3) 1.13  (23, 3) 1.08  (19, 4) 0.98  (23, 4) 1.00
+//   nx 25..31:            all but w = 3 with nu <= 3: (25, 3) 0.87  (27, 1) 0.89  (29, 3) 0.87
+//                         (30, 7) 0.98  (31, 8) 0.90; left out (26, 3) 1.01  (30, 3) 1.05  (31, 2) 1.02
+//                         (27, 2) 1.00
+//   nx >= 32, every nu:   (33, 1) 0.99  (36, 1) 0.90  (40, 3) 0.92  (48, 2) 0.90 (measured on the layout
+//                         that padded nx and nu apart, whose order is never smaller)
 inline bool sqrt_runtime(int nx, int nu) {
-  return nu >= 12 || (nu >= 8 && (nx >= 16 || nx == 8 || nx == 12)) || ((nu == 4 || nu == 6) && nx >= 23) ||
-         nx >= 32;
+  const int w = round4(nx + nu) - nx - nu;
+  if (nu >= 9) return nx >= 3;
+  if (nx >= 32) return true;
+  if (nx >= 25) return !(w == 3 && nu <= 3);
+  return w == 0 || (w <= 2 && nu >= 5) || nu == 8;
 }
 
 #if KNOT_GEMM_TILE_SIMD
@@ -585,32 +594,61 @@ void sqrt_forward(int, int, int N, const LqData& d, const RiccatiWork& w, LqSolu
 
 // ---- Square-root path at run-time sizes
 //
-// sqrt_backward's recursion, SqrtLayout's padding and chol_update's factorization with nx and nu known
-// only at run time (a state size outside RiccatiNx, or nu > 8): the products on gemm_tile_dynamic's
-// 8 x 4 tiles, the vector sweeps on column_product / gemv_t_dynamic. One instantiation serves every
-// such size (no new fixed sizes). The padding's zero rows and columns are written with every
-// transpose, since the workspace is shared with the classical recursion.
+// sqrt_backward's recursion with nx and nu known only at run time (a state size outside RiccatiNx, or
+// nu > 8), on a layout that pads the factor's order once: n = round4(nu + nx), where SqrtLayout pads
+// nu and nx separately (at (21, 3) an order of 24 instead of 28, about 0.7x the Cholesky's work):
+//   F = [L 0 0; Y Lk 0; 0 0 I]   (L nu x nu at (0, 0), Y nx x nu at row nu, Lk at (nu, nu))
+// and Xt = [B'; A'; 0]. Lk then starts off chol_update's 4 x 4 grid, and the products that take it as
+// a lower triangular operand (gemm_tile's LowerB, the panel sweeps of lower_t/n_dynamic) read the
+// strict upper triangle of its own diagonal 4 x 4 blocks, which the Cholesky leaves as it was: those
+// entries (at most three a column) are zeroed after each factorization (zero_lk_band).
+// The matrix to factor is written whole into F each stage (its lower triangle, the padding's unit
+// pivots), so chol_update reads nothing from Q. The factor's order NO is compiled in for the orders
+// listed in RtOrders (chol_update's panels and tiles unrolled), kDynamic beyond; every other extent
+// is a run-time one. The workspace is shared with the classical recursion, so every entry read is
+// written within the same solve.
 
 struct SqrtDims {
-  int nx, nu, nx4, nu4, n, ld, lp;
+  int nx, nu, n, ld, lp;
   std::size_t block;
-  bool padded;
   SqrtDims(int nx_, int nu_)
-      : nx(nx_), nu(nu_), nx4(round4(nx_)), nu4(round4(nu_)), n(nx4 + nu4), ld(n), lp(nu4 + nu4 * ld),
-        block(static_cast<std::size_t>(ld) * n), padded(nx4 != nx_) {}
+      : nx(nx_), nu(nu_), n(round4(nx_ + nu_)), ld(n), lp(nu_ + nu_ * n), block(static_cast<std::size_t>(n) * n) {}
 };
 
-// dst = src' for src m x n, and dst's rows n .. n4-1 and columns m .. m4-1 zero (dst n4 x m4).
-inline void transpose_padded(int m, int n, int m4, int n4, const double* src, int lds, double* dst, int ldd) {
-  transpose_dynamic(m, n, src, lds, dst, ldd);
-  for (int i = 0; i < m; ++i)
-    for (int j = n; j < n4; ++j) dst[j + i * ldd] = 0.0;
-  for (int i = m; i < m4; ++i)
-    for (int j = 0; j < n4; ++j) dst[j + i * ldd] = 0.0;
+// Factor orders with compiled Cholesky kernels on the run-time path (multiples of 4).
+using RtOrders = Sizes<8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48>;
+
+// Zeros the strict upper triangle of Lk's diagonal 4 x 4 blocks, counted from Lk's corner (F + lp).
+inline void zero_lk_band(const SqrtDims& z, double* F) {
+  double* Lk = F + z.lp;
+  for (int j = 1; j < z.nx; ++j)
+    for (int i = j / 4 * 4; i < j; ++i) Lk[i + j * z.ld] = 0.0;
 }
 
-// t = L'x and y += L t for a factor L (n x n) whose strict upper triangle is zero only inside its 4 x 4
-// diagonal blocks (chol_update's output): by 4-column panels from the diagonal block down.
+// The lower triangle of [R S'; S Q 0; 0 0 I] into F (n x n), R and S given or (stage N) I and 0.
+inline void write_stage_matrix(const SqrtDims& z, const double* R, const double* S, const double* Q, double* F) {
+  const int nu = z.nu, nx = z.nx, ld = z.ld, nr = nu + nx;
+  for (int j = 0; j < nu; ++j) {
+    double* col = F + j * ld;
+    for (int i = j; i < nu; ++i) col[i] = R ? R[i + j * nu] : (i == j ? 1.0 : 0.0);
+    for (int i = nr; i < z.n; ++i) col[i] = 0.0;
+  }
+  if (S) {
+    transpose_dynamic(nu, nx, S, nu, F + nu, ld);
+  } else {
+    for (int j = 0; j < nu; ++j) std::fill(F + nu + j * ld, F + nr + j * ld, 0.0);
+  }
+  for (int j = 0; j < nx; ++j) {
+    double* col = F + nu + (nu + j) * ld;
+    std::memcpy(col + j, Q + j + j * nx, (nx - j) * sizeof(double));
+    for (int i = nx; i < z.n - nu; ++i) col[i] = 0.0;
+  }
+  for (int j = nr; j < z.n; ++j)
+    for (int i = j; i < z.n; ++i) F[i + j * ld] = i == j ? 1.0 : 0.0;
+}
+
+// t = L'x and y += L t for a lower triangular L (n x n) whose strict upper triangle is zero inside its
+// 4 x 4 diagonal blocks: by 4-column panels from the diagonal block down.
 inline void lower_t_dynamic(int n, const double* L, int ld, const double* x, double* t) {
   const int full = n / 4 * 4;
   for (int j0 = 0; j0 < full; j0 += 4) dot_columns<4>(n - j0, 0, L + j0 + j0 * ld, ld, x + j0, 0.0, t + j0);
@@ -624,49 +662,42 @@ inline void lower_n_dynamic(int n, const double* L, int ld, const double* t, dou
     column_product<Trans::No>(n - j0, std::min(4, n - j0), 1.0, L + j0 + j0 * ld, ld, t + j0, 1, 1.0, y + j0);
 }
 
+template <int NO>
 bool sqrt_backward_rt(int nx, int nu, int N, const LqData& d, const RiccatiWork& w) {
   const SqrtDims z(nx, nu);
-  const int nx4 = z.nx4, nu4 = z.nu4, n = z.n, ld = z.ld;
+  const int n = z.n, ld = z.ld, nr = nu + nx;
   Serial g;
-  if (z.padded) {
-    std::fill(w.Q4, w.Q4 + nx4 * nx4, 0.0);
-    for (int i = nx; i < nx4; ++i) w.Q4[i + i * nx4] = 1.0;
-  }
-  auto state_block = [&](int k) -> const double* {
-    const double* Q = d.Q_k(k);
-    if (!z.padded) return Q;
-    for (int j = 0; j < nx; ++j) std::memcpy(w.Q4 + j + j * nx4, Q + j + j * nx, (nx - j) * sizeof(double));
-    return w.Q4;
-  };
   constexpr int D = kDynamic;
-  if (chol_update<D, D, D>(nu4, w.F + N * z.block, ld, state_block(N), nx4, nullptr, ld, n, 0, nu4) != 0)
-    return false;
+  // Xt's rows past nu + nx stay zero for the whole solve (the stages write only the rows above).
+  for (int j = 0; j < nx; ++j) std::fill(w.Xt + nr + j * ld, w.Xt + n + j * ld, 0.0);
+  double* FN = w.F + N * z.block;
+  write_stage_matrix(z, nullptr, nullptr, d.Q_k(N), FN);
+  if (chol_update<NO, D, NO>(0, FN, ld, nullptr, 0, nullptr, ld, n, 0, n) != 0) return false;
+  zero_lk_band(z, FN);
   std::memcpy(w.p + static_cast<std::size_t>(N) * nx, d.q_k(N), nx * sizeof(double));
   for (int k = N - 1; k >= 0; --k) {
-    const double* R = d.R_k(k);
     const double* Lp = w.F + (k + 1) * z.block + z.lp;
     double* F = w.F + k * z.block;
     double* pk = w.p + static_cast<std::size_t>(k) * nx;
     double* kt = w.kt + static_cast<std::size_t>(k) * nu;
 
-    transpose_padded(nx, nu, nx4, nu4, d.B_k(k), nx, w.Xt, ld);
-    transpose_padded(nx, nx, nx4, nx4, d.A_k(k), nx, w.Xt + nu4, ld);
+    transpose_dynamic(nx, nu, d.B_k(k), nx, w.Xt, ld);
+    transpose_dynamic(nx, nx, d.A_k(k), nx, w.Xt + nu, ld);
     linalg::gemm_tile_dynamic<Trans::No, linalg::TileShape::LowerB>(n, nx, nx, 1.0, w.Xt, ld, Lp, ld, 0.0, w.Nm, ld);
-    for (int j = 0; j < nu4; ++j)
-      for (int i = j; i < nu4; ++i) F[i + j * ld] = j < nu && i < nu ? R[i + j * nu] : i == j ? 1.0 : 0.0;
-    transpose_padded(nu, nx, nu4, nx4, d.S_k(k), nu, F + nu4, ld);
-    if (chol_update<D, D, D>(0, F, ld, state_block(k), nx4, w.Nm, ld, n, nx, nu4) != 0) return false;
+    write_stage_matrix(z, d.R_k(k), d.S_k(k), d.Q_k(k), F);
+    if (chol_update<NO, D, NO>(0, F, ld, nullptr, 0, w.Nm, ld, n, nx, n) != 0) return false;
+    zero_lk_band(z, F);
 
     lower_t_dynamic(nx, Lp, ld, d.c_k(k), w.t);
     std::memcpy(w.pc, w.p + static_cast<std::size_t>(k + 1) * nx, nx * sizeof(double));
     lower_n_dynamic(nx, Lp, ld, w.t, w.pc);
-    for (int i = 0; i < nu4; ++i) w.h[i] = i < nu ? d.r_k(k)[i] : 0.0;
-    std::memcpy(w.h + nu4, d.q_k(k), nx * sizeof(double));
-    column_product<Trans::No>(nu4 + nx, nx, 1.0, w.Xt, ld, w.pc, 1, 1.0, w.h);
+    std::memcpy(w.h, d.r_k(k), nu * sizeof(double));
+    std::memcpy(w.h + nu, d.q_k(k), nx * sizeof(double));
+    column_product<Trans::No>(nr, nx, 1.0, w.Xt, ld, w.pc, 1, 1.0, w.h);
     std::memcpy(kt, w.h, nu * sizeof(double));
     linalg::trsv<Uplo::Lower, Trans::No, kDynamic>(g, nu, F, ld, kt);
-    std::memcpy(pk, w.h + nu4, nx * sizeof(double));
-    column_product<Trans::No>(nx, nu, -1.0, F + nu4, ld, kt, 1, 1.0, pk);
+    std::memcpy(pk, w.h + nu, nx * sizeof(double));
+    column_product<Trans::No>(nx, nu, -1.0, F + nu, ld, kt, 1, 1.0, pk);
   }
   return true;
 }
@@ -688,7 +719,7 @@ void sqrt_backward_vectors_rt(int nx, int nu, int N, const LqData& d, const Ricc
     std::memcpy(kt, d.r_k(k), nu * sizeof(double));
     gemv_t_dynamic(nx, nu, d.B_k(k), nx, w.pc, 1.0, kt);
     linalg::trsv<Uplo::Lower, Trans::No, kDynamic>(g, nu, F, z.ld, kt);
-    column_product<Trans::No>(nx, nu, -1.0, F + z.nu4, z.ld, kt, 1, 1.0, pk);
+    column_product<Trans::No>(nx, nu, -1.0, F + nu, z.ld, kt, 1, 1.0, pk);
   }
 }
 
@@ -702,7 +733,7 @@ void sqrt_forward_rt(int nx, int nu, int N, const LqData& d, const RiccatiWork& 
     double* xn = s.x_k(k + 1);
     const double* F = w.F + k * z.block;
     std::memcpy(u, w.kt + static_cast<std::size_t>(k) * nu, nu * sizeof(double));
-    gemv_t_dynamic(nx, nu, F + z.nu4, z.ld, x, 1.0, u);
+    gemv_t_dynamic(nx, nu, F + nu, z.ld, x, 1.0, u);
     linalg::trsv<Uplo::Lower, Trans::Yes, kDynamic>(g, nu, F, z.ld, u);
     for (int i = 0; i < nu; ++i) u[i] = -u[i];
     std::memcpy(xn, d.c_k(k), nx * sizeof(double));
@@ -740,8 +771,12 @@ class RiccatiBackend final : public LqBackend {
       } else if constexpr (X == kDynamic || U == kDynamic) {
         if (sqrt_runtime(nx, nu)) {
           const SqrtDims z(nx, nu);
-          sqrt_ld = z.ld, sqrt_nx4 = z.nx4, sqrt_q4 = z.padded ? sqrt_nx4 * sqrt_nx4 : 0;
-          sqrt_backward_ = &sqrt_backward_rt;
+          sqrt_ld = z.ld, sqrt_nx4 = nx;  // Xt is ld x nx here; no Q4
+          sqrt_backward_ = &sqrt_backward_rt<kDynamic>;
+          dispatch_one(RtOrders{}, z.n, [&](auto NO) {
+            constexpr int O = decltype(NO)::value;
+            if constexpr (O != kDynamic) sqrt_backward_ = &sqrt_backward_rt<O>;
+          });
           sqrt_forward_ = &sqrt_forward_rt;
           sqrt_vectors_ = &sqrt_backward_vectors_rt;
         }

@@ -103,13 +103,15 @@ TEST(LqDynamicSizes, Statuses) {
 // ---- The run-time-size square-root recursion (lq_riccati.cpp: sqrt_backward_rt, where sqrt_runtime
 // picks it; test_lq_riccati's SquareRootPathServesItsSizes pins which sizes run it)
 
-// Sizes sqrt_runtime serves: nu > 8 at listed and unlisted nx, nu 4 and 6 from nx = 23, every nu from
-// nx = 32; padded (nx or nu not a multiple of 4) and unpadded. Definite costs run the square root
-// throughout, semidefinite ones restart with the classical recursion; resolve() reuses either. The
-// kkt_ldlt backend is a second reference.
-const LqSize kSqrtSizes[] = {{36, 12, 4}, {26, 12, 3}, {21, 8, 3}, {17, 9, 3}, {19, 11, 2}, {23, 4, 3},
+// Sizes sqrt_runtime serves: nu > 8 at listed and unlisted nx, every nx 17..31 with no padding of the
+// factor's order nx + nu or with nu large enough, every nu from nx = 32; every padding (order - nx - nu
+// = 0..3), orders with compiled Cholesky kernels (up to 48) and beyond (56). Definite costs run the
+// square root throughout, semidefinite ones restart with the classical recursion; resolve() reuses
+// either. The kkt_ldlt backend is a second reference.
+const LqSize kSqrtSizes[] = {{36, 12, 4}, {26, 12, 3}, {21, 8, 3}, {17, 9, 3}, {19, 11, 2}, {23, 5, 3},
                              {27, 6, 2},  {33, 1, 2},  {40, 3, 2}, {8, 9, 5},   {12, 10, 4}, {4, 12, 6},
-                             {2, 13, 5},  {16, 16, 3}, {24, 9, 2}};
+                             {3, 13, 5},  {16, 16, 3}, {24, 9, 2}, {21, 3, 4},  {17, 6, 3},  {25, 1, 3},
+                             {22, 2, 3},  {19, 1, 3},  {3, 9, 4},  {45, 9, 2},  {29, 2, 3}};
 
 TEST(LqDynamicSizes, SquareRootMatchesDenseKkt) {
   Rng rng(65);
@@ -145,12 +147,37 @@ TEST(LqDynamicSizes, SquareRootMatchesDenseKkt) {
     }
 }
 
+// One solver, its workspace first filled by the classical recursion (a semidefinite Q_N fails the
+// square root's first pivot), then definite costs on the square-root path. Its Lk starts off the
+// Cholesky's 4 x 4 grid wherever nu % 4 != 0, and the products that read Lk as a triangle also read
+// the strict upper triangle of its own diagonal blocks, which the factorization leaves as it was
+// (lq_riccati.cpp's zero_lk_band clears it): with that clearing removed, this test fails on what the
+// classical recursion left there.
+TEST(LqDynamicSizes, SquareRootAfterTheClassicalRecursion) {
+  Rng rng(68);
+  for (const LqSize& z : {LqSize{21, 3, 4}, LqSize{17, 6, 3}, LqSize{25, 1, 3}, LqSize{19, 11, 3}, LqSize{45, 9, 2}}) {
+    SCOPED_TRACE(testing::Message() << "nx " << z.nx << " nu " << z.nu);
+    LqSolver s(z.nx, z.nu, z.N, with(Linsys::Riccati));
+    LqData semi = random_lq(rng, z.nx, z.nu, z.N, Cost::ZeroStateWeights);
+    std::fill(semi.Q_k(z.N), semi.Q_k(z.N) + z.nx * z.nx, 0.0);  // P_N = 0: no Cholesky factor
+    LqSolution first = poisoned_solution(z.nx, z.nu, z.N);
+    ASSERT_EQ(s.solve(semi, first), LqStatus::Solved);
+    EXPECT_LT(solution_error(first, reference(semi)), kSolTol);
+    for (int round = 0; round < 2; ++round) {
+      const LqData d = random_lq(rng, z.nx, z.nu, z.N);
+      LqSolution sol = poisoned_solution(z.nx, z.nu, z.N);
+      ASSERT_EQ(s.solve(d, sol), LqStatus::Solved);
+      EXPECT_LT(solution_error(sol, reference(d)), kSolTol);
+    }
+  }
+}
+
 // Ill-conditioned stages as an interior point makes them: the diagonals of R_k and Q_k scaled by
 // barrier-like weights from 1e-4 to 1e6 (condition numbers near 1e10), checked by the normwise
 // backward error in the dense KKT system (the forward error of any solver grows with the condition).
 TEST(LqDynamicSizes, SquareRootIllConditioned) {
   Rng rng(66);
-  for (const LqSize& z : {LqSize{36, 12, 6}, LqSize{23, 4, 5}, LqSize{8, 9, 6}, LqSize{33, 2, 4}}) {
+  for (const LqSize& z : {LqSize{36, 12, 6}, LqSize{23, 5, 5}, LqSize{8, 9, 6}, LqSize{33, 2, 4}, LqSize{21, 3, 5}}) {
     SCOPED_TRACE(testing::Message() << "nx " << z.nx << " nu " << z.nu);
     LqData d = random_lq(rng, z.nx, z.nu, z.N);
     for (int k = 0; k <= z.N; ++k) {
@@ -174,7 +201,7 @@ TEST(LqDynamicSizes, SquareRootIllConditioned) {
 // for definite and semidefinite costs; NaN gives NonFinite; the same solver then solves clean data.
 TEST(LqDynamicSizes, SquareRootStatuses) {
   Rng rng(67);
-  for (const auto& [nx, nu] : {std::pair{36, 12}, std::pair{23, 4}, std::pair{8, 9}}) {
+  for (const auto& [nx, nu] : {std::pair{36, 12}, std::pair{23, 5}, std::pair{8, 9}, std::pair{21, 3}}) {
     SCOPED_TRACE(testing::Message() << "nx " << nx << " nu " << nu);
     for (const int bad : {0, 3, 5})
       for (const Cost cost : {Cost::PositiveDefinite, Cost::TerminalOnly}) {

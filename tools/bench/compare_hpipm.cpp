@@ -221,8 +221,11 @@ const char* knot_path(int nx, int nu) {
   const bool fixed_nx = (nx >= 1 && nx <= 16) || nx == 20 || nx == 24 || nx == 28 || nx == 32;
   const bool fixed = fixed_nx && nu >= 1 && nu <= 8;
   if (!fixed) {
-    const bool sqrt = nu >= 12 || (nu >= 8 && (nx >= 16 || nx == 8 || nx == 12)) ||
-                      ((nu == 4 || nu == 6) && nx >= 23) || nx >= 32;
+    const int w = (nx + nu + 3) / 4 * 4 - nx - nu;
+    const bool sqrt = nu >= 9    ? nx >= 3
+                      : nx >= 32 ? true
+                      : nx >= 25 ? !(w == 3 && nu <= 3)
+                                 : w == 0 || (w <= 2 && nu >= 5) || nu == 8;
     return sqrt ? "run-time square-root" : "run-time classical";
   }
   const bool sqrt = nx >= 15 || (nx >= 11 && nu >= 3) || (nx >= 8 && nu == 4) || (nx >= 7 && nu >= 7);
