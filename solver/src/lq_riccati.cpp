@@ -603,10 +603,10 @@ void sqrt_forward(int, int, int N, const LqData& d, const RiccatiWork& w, LqSolu
 // strict upper triangle of its own diagonal 4 x 4 blocks, which the Cholesky leaves as it was: those
 // entries (at most three a column) are zeroed after each factorization (zero_lk_band).
 // The matrix to factor is written whole into F each stage (its lower triangle, the padding's unit
-// pivots), so chol_update reads nothing from Q. The factor's order NO is compiled in for the orders
-// listed in RtOrders (chol_update's panels and tiles unrolled), kDynamic beyond; every other extent
-// is a run-time one. The workspace is shared with the classical recursion, so every entry read is
-// written within the same solve.
+// pivots), except where nu and nx are multiples of 4 (the layout is then SqrtLayout's and Q_k is read
+// in place). One instantiation serves every size: compiling the Cholesky for each order 8..48 measured
+// no faster. The workspace is shared with the classical recursion, so every entry read is written
+// within the same solve.
 
 struct SqrtDims {
   int nx, nu, n, ld, lp;
@@ -615,9 +615,6 @@ struct SqrtDims {
       : nx(nx_), nu(nu_), n(round4(nx_ + nu_)), ld(n), lp(nu_ + nu_ * n), block(static_cast<std::size_t>(n) * n) {}
 };
 
-// Factor orders with compiled Cholesky kernels on the run-time path (multiples of 4).
-using RtOrders = Sizes<8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48>;
-
 // Zeros the strict upper triangle of Lk's diagonal 4 x 4 blocks, counted from Lk's corner (F + lp).
 inline void zero_lk_band(const SqrtDims& z, double* F) {
   double* Lk = F + z.lp;
@@ -625,7 +622,8 @@ inline void zero_lk_band(const SqrtDims& z, double* F) {
     for (int i = j / 4 * 4; i < j; ++i) Lk[i + j * z.ld] = 0.0;
 }
 
-// The lower triangle of [R S'; S Q 0; 0 0 I] into F (n x n), R and S given or (stage N) I and 0.
+// The lower triangle of [R S'; S Q 0; 0 0 I] into F (n x n), R and S given or (stage N) I and 0; with
+// Q null only its first nu columns (chol_update then reads Q in place).
 inline void write_stage_matrix(const SqrtDims& z, const double* R, const double* S, const double* Q, double* F) {
   const int nu = z.nu, nx = z.nx, ld = z.ld, nr = nu + nx;
   for (int j = 0; j < nu; ++j) {
@@ -638,6 +636,7 @@ inline void write_stage_matrix(const SqrtDims& z, const double* R, const double*
   } else {
     for (int j = 0; j < nu; ++j) std::fill(F + nu + j * ld, F + nr + j * ld, 0.0);
   }
+  if (!Q) return;
   for (int j = 0; j < nx; ++j) {
     double* col = F + nu + (nu + j) * ld;
     std::memcpy(col + j, Q + j + j * nx, (nx - j) * sizeof(double));
@@ -662,7 +661,6 @@ inline void lower_n_dynamic(int n, const double* L, int ld, const double* t, dou
     column_product<Trans::No>(n - j0, std::min(4, n - j0), 1.0, L + j0 + j0 * ld, ld, t + j0, 1, 1.0, y + j0);
 }
 
-template <int NO>
 bool sqrt_backward_rt(int nx, int nu, int N, const LqData& d, const RiccatiWork& w) {
   const SqrtDims z(nx, nu);
   const int n = z.n, ld = z.ld, nr = nu + nx;
@@ -670,10 +668,17 @@ bool sqrt_backward_rt(int nx, int nu, int N, const LqData& d, const RiccatiWork&
   constexpr int D = kDynamic;
   // Xt's rows past nu + nx stay zero for the whole solve (the stages write only the rows above).
   for (int j = 0; j < nx; ++j) std::fill(w.Xt + nr + j * ld, w.Xt + n + j * ld, 0.0);
+  // With nu and nx multiples of 4 the layout is SqrtLayout's: Lk on the Cholesky's grid (no band to
+  // clear) and Q_k read in place, as the fixed sizes do (copying it cost 3-4% at (36, 12)).
+  const bool on_grid = nu % 4 == 0, q_in_place = on_grid && nx % 4 == 0;
   double* FN = w.F + N * z.block;
-  write_stage_matrix(z, nullptr, nullptr, d.Q_k(N), FN);
-  if (chol_update<NO, D, NO>(0, FN, ld, nullptr, 0, nullptr, ld, n, 0, n) != 0) return false;
-  zero_lk_band(z, FN);
+  if (q_in_place) {
+    if (chol_update<D, D, D>(nu, FN, ld, d.Q_k(N), nx, nullptr, ld, n, 0, nu) != 0) return false;
+  } else {
+    write_stage_matrix(z, nullptr, nullptr, d.Q_k(N), FN);
+    if (chol_update<D, D, D>(0, FN, ld, nullptr, 0, nullptr, ld, n, 0, n) != 0) return false;
+    if (!on_grid) zero_lk_band(z, FN);
+  }
   std::memcpy(w.p + static_cast<std::size_t>(N) * nx, d.q_k(N), nx * sizeof(double));
   for (int k = N - 1; k >= 0; --k) {
     const double* Lp = w.F + (k + 1) * z.block + z.lp;
@@ -684,9 +689,9 @@ bool sqrt_backward_rt(int nx, int nu, int N, const LqData& d, const RiccatiWork&
     transpose_dynamic(nx, nu, d.B_k(k), nx, w.Xt, ld);
     transpose_dynamic(nx, nx, d.A_k(k), nx, w.Xt + nu, ld);
     linalg::gemm_tile_dynamic<Trans::No, linalg::TileShape::LowerB>(n, nx, nx, 1.0, w.Xt, ld, Lp, ld, 0.0, w.Nm, ld);
-    write_stage_matrix(z, d.R_k(k), d.S_k(k), d.Q_k(k), F);
-    if (chol_update<NO, D, NO>(0, F, ld, nullptr, 0, w.Nm, ld, n, nx, n) != 0) return false;
-    zero_lk_band(z, F);
+    write_stage_matrix(z, d.R_k(k), d.S_k(k), q_in_place ? nullptr : d.Q_k(k), F);
+    if (chol_update<D, D, D>(0, F, ld, d.Q_k(k), nx, w.Nm, ld, n, nx, q_in_place ? nu : n) != 0) return false;
+    if (!on_grid) zero_lk_band(z, F);
 
     lower_t_dynamic(nx, Lp, ld, d.c_k(k), w.t);
     std::memcpy(w.pc, w.p + static_cast<std::size_t>(k + 1) * nx, nx * sizeof(double));
@@ -772,11 +777,7 @@ class RiccatiBackend final : public LqBackend {
         if (sqrt_runtime(nx, nu)) {
           const SqrtDims z(nx, nu);
           sqrt_ld = z.ld, sqrt_nx4 = nx;  // Xt is ld x nx here; no Q4
-          sqrt_backward_ = &sqrt_backward_rt<kDynamic>;
-          dispatch_one(RtOrders{}, z.n, [&](auto NO) {
-            constexpr int O = decltype(NO)::value;
-            if constexpr (O != kDynamic) sqrt_backward_ = &sqrt_backward_rt<O>;
-          });
+          sqrt_backward_ = &sqrt_backward_rt;
           sqrt_forward_ = &sqrt_forward_rt;
           sqrt_vectors_ = &sqrt_backward_vectors_rt;
         }
