@@ -420,12 +420,15 @@ int chol_panel(int j0, int jb, double* H, int ld, const double* h0, int ld0, con
     }
     return 0;
   };
-  // The diagonal tile first (8 rows where they fit), then 8-row tiles, then 4 rows where left.
-  // (12-row tiles measured slower at nx = 28.)
+  // The diagonal tile first (8 rows where they fit), then 12-row tiles at orders from 40, 8-row
+  // tiles, and 4 rows where left. The tile height changes no entry's arithmetic.
   int i0 = j0;
   if (NPv - j0 < 8) return tile.template operator()<1, true>(i0);
   if (const int f = tile.template operator()<2, true>(i0)) return f;
-  for (i0 += 8; i0 + 8 <= NPv; i0 += 8) tile.template operator()<2, false>(i0);
+  i0 += 8;
+  if (NPv >= 40)  // 12-row tiles: 2% faster at order 48, 1.5% slower at 24 (no change at 36)
+    for (; i0 + 12 <= NPv; i0 += 12) tile.template operator()<3, false>(i0);
+  for (; i0 + 8 <= NPv; i0 += 8) tile.template operator()<2, false>(i0);
   if (i0 < NPv) tile.template operator()<1, false>(i0);
   return 0;
 }
@@ -515,7 +518,7 @@ bool sqrt_backward(int, int, int N, const LqData& d, const RiccatiWork& w) {
     // (Lp's real nx x nx block: its padded columns would add zero columns to Nm).
     transpose_tiles<nx, nu>(B, nx, w.Xt, ld);
     transpose_tiles<nx, nx>(A, nx, w.Xt + nu4, ld);
-    linalg::gemm_tile<Trans::No, n, nx, nx, linalg::TileShape::LowerB>(1.0, w.Xt, ld, Lp, ld, 0.0, w.Nm, ld);
+    linalg::gemm_tile<Trans::No, n, nx, nx, linalg::TileShape::LowerB, 12>(1.0, w.Xt, ld, Lp, ld, 0.0, w.Nm, ld);
     // The first nu4 columns of the matrix to factor (lower triangle); the rest is read from Q.
     for (int j = 0; j < nu4; ++j)
       for (int i = j; i < nu4; ++i) F[i + j * ld] = j < nu && i < nu ? R[i + j * nu] : i == j ? 1.0 : 0.0;
@@ -688,7 +691,8 @@ bool sqrt_backward_rt(int nx, int nu, int N, const LqData& d, const RiccatiWork&
 
     transpose_dynamic(nx, nu, d.B_k(k), nx, w.Xt, ld);
     transpose_dynamic(nx, nx, d.A_k(k), nx, w.Xt + nu, ld);
-    linalg::gemm_tile_dynamic<Trans::No, linalg::TileShape::LowerB>(n, nx, nx, 1.0, w.Xt, ld, Lp, ld, 0.0, w.Nm, ld);
+    linalg::gemm_tile_dynamic<Trans::No, linalg::TileShape::LowerB, 12>(n, nx, nx, 1.0, w.Xt, ld, Lp, ld, 0.0, w.Nm,
+                                                                         ld);
     write_stage_matrix(z, d.R_k(k), d.S_k(k), q_in_place ? nullptr : d.Q_k(k), F);
     if (chol_update<D, D, D>(0, F, ld, d.Q_k(k), nx, w.Nm, ld, n, nx, q_in_place ? nu : n) != 0) return false;
     if (!on_grid) zero_lk_band(z, F);

@@ -17,6 +17,10 @@
 //   LowerB  op(B) lower triangular (K >= N): only op(B)(p,j) with p >= j is read (B's lower triangle
 //           for Trans::No, its upper one for Trans::Yes), the rest counts as zero.
 //
+// MR (8 by default, or 12) is the tile's height: 12-row tiles hold 12 accumulators and load 3 vectors
+// for 12 FMAs a step, against 2 for 8 (the square-root Riccati's Nm product, 3% of its solve at
+// (21, 3) and (36, 12)); every entry is summed the same way at either height, so the bits are the same.
+//
 // gemm_tile_dynamic<TB, S>(m, n, k, ...) is the same product at run-time sizes, for blocks whose size
 // is not compiled in: the same 8 x 4 tiles, the m % 8 rows and n % 4 columns left over served by tiles
 // of those fixed sizes, chosen at run time (linalg's gemm at a run-time row count runs one scalar FMA
@@ -155,11 +159,11 @@ inline void gemm_tile_block(int i0, int j0, int k, double alpha, const double* A
   }
 }
 
-// Columns j0 .. j0+NC-1: 8-row tiles down, then the M % 8 rows left.
-template <int M, int NC, Trans TB, TileShape S>
+// Columns j0 .. j0+NC-1: MR-row tiles down, then the M % MR rows left.
+template <int M, int NC, Trans TB, TileShape S, int MR = 8>
 inline void gemm_tile_columns(int j0, int k, double alpha, const double* A, int lda, const double* B, int ldb,
                               double beta, double* C, int ldc) {
-  constexpr int MR = 8, Full = M / MR * MR;
+  constexpr int Full = M / MR * MR;
   int i0 = S == TileShape::LowerC ? j0 / MR * MR : 0;
   for (; i0 < Full; i0 += MR) gemm_tile_block<MR, NC, TB, S>(i0, j0, k, alpha, A, lda, B, ldb, beta, C, ldc);
   if constexpr (M % MR != 0) gemm_tile_block<M % MR, NC, TB, S>(Full, j0, k, alpha, A, lda, B, ldb, beta, C, ldc);
@@ -176,10 +180,9 @@ inline void with_fixed(int r, Fn&& fn) {
 // gemm_tile_columns at a run-time row count m: the last m % 8 rows by the tile of that height.
 // Flattened: GCC would otherwise leave some tiles' tile_accumulate as a call, with the accumulators
 // in memory (a third of the time at m = 22).
-template <int NC, Trans TB, TileShape S>
+template <int NC, Trans TB, TileShape S, int MR = 8>
 __attribute__((flatten)) inline void gemm_tile_columns_dynamic(int m, int j0, int k, double alpha, const double* A, int lda, const double* B,
                                       int ldb, double beta, double* C, int ldc) {
-  constexpr int MR = 8;
   const int full = m / MR * MR;
   int i0 = S == TileShape::LowerC ? j0 / MR * MR : 0;
   for (; i0 < full; i0 += MR) gemm_tile_block<MR, NC, TB, S>(i0, j0, k, alpha, A, lda, B, ldb, beta, C, ldc);
@@ -207,7 +210,7 @@ inline void gemm_tile_loop(int m, int n, int k, double alpha, const double* A, i
 
 }  // namespace detail
 
-template <Trans TB, int M, int N, int K, TileShape S = TileShape::Full>
+template <Trans TB, int M, int N, int K, TileShape S = TileShape::Full, int MR = 8>
 inline void gemm_tile(double alpha, const double* A, int lda, const double* B, int ldb, double beta, double* C,
                       int ldc) {
   static_assert(M >= 1 && N >= 1 && K >= 0, "gemm_tile: fixed sizes only");
@@ -216,15 +219,15 @@ inline void gemm_tile(double alpha, const double* A, int lda, const double* B, i
 #if KNOT_GEMM_TILE_SIMD
   constexpr int NR = 4, Full = N / NR * NR;
   for (int j0 = 0; j0 < Full; j0 += NR)
-    detail::gemm_tile_columns<M, NR, TB, S>(j0, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    detail::gemm_tile_columns<M, NR, TB, S, MR>(j0, K, alpha, A, lda, B, ldb, beta, C, ldc);
   if constexpr (N % NR != 0)
-    detail::gemm_tile_columns<M, N % NR, TB, S>(Full, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    detail::gemm_tile_columns<M, N % NR, TB, S, MR>(Full, K, alpha, A, lda, B, ldb, beta, C, ldc);
 #else
   detail::gemm_tile_loop<TB, S>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 #endif
 }
 
-template <Trans TB, TileShape S = TileShape::Full>
+template <Trans TB, TileShape S = TileShape::Full, int MR = 8>
 inline void gemm_tile_dynamic(int m, int n, int k, double alpha, const double* A, int lda, const double* B, int ldb,
                               double beta, double* C, int ldc) {
   if (m <= 0 || n <= 0) return;
@@ -233,9 +236,9 @@ inline void gemm_tile_dynamic(int m, int n, int k, double alpha, const double* A
   constexpr int NR = 4;
   const int full = n / NR * NR;
   for (int j0 = 0; j0 < full; j0 += NR)
-    detail::gemm_tile_columns_dynamic<NR, TB, S>(m, j0, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    detail::gemm_tile_columns_dynamic<NR, TB, S, MR>(m, j0, k, alpha, A, lda, B, ldb, beta, C, ldc);
   detail::with_fixed<NR - 1>(n - full, [&]<int NC>() {
-    detail::gemm_tile_columns_dynamic<NC, TB, S>(m, full, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    detail::gemm_tile_columns_dynamic<NC, TB, S, MR>(m, full, k, alpha, A, lda, B, ldb, beta, C, ldc);
   });
 #else
   detail::gemm_tile_loop<TB, S>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
