@@ -29,6 +29,7 @@ struct Case {
   TileShape shape;
   double alpha, beta;
   std::vector<double> A, B, C0;  // C0: C on entry
+  int mr = 8;                    // the kernel's tile height (LowerC forms the tiles that reach the diagonal)
 };
 
 Case make_case(Rng& rng, int m, int n, int k, Trans tb, TileShape shape, double alpha, double beta) {
@@ -73,7 +74,7 @@ double error_ratio(const Case& c, const std::vector<double>& got) {
       const double c0 = c.beta == 0.0 ? 0.0 : c.C0[e];
       const double want = c.alpha * acc + c.beta * c0;
       const double bound = (c.k + 2) * kEps * (std::abs(c.alpha) * mag + std::abs(c.beta * c0)) + 1e-300;
-      const bool covered = c.shape != TileShape::LowerC || i >= j / 8 * 8;
+      const bool covered = c.shape != TileShape::LowerC || i >= j / c.mr * c.mr;
       if (!covered) {
         if (!bitwise_equal({got[e]}, {c.C0[e]})) return kNaN;
         continue;
@@ -92,19 +93,19 @@ using TileFn = void (*)(double alpha, const double* A, int lda, const double* B,
 using DynamicFn = void (*)(int m, int n, int k, double alpha, const double* A, int lda, const double* B, int ldb,
                            double beta, double* C, int ldc);
 
-template <Trans TB, TileShape S, int M, int N, int K>
+template <Trans TB, TileShape S, int M, int N, int K, int MR = 8>
 void call_tile(double alpha, const double* A, int lda, const double* B, int ldb, double beta, double* C, int ldc) {
-  gemm_tile<TB, M, N, K, S>(alpha, A, lda, B, ldb, beta, C, ldc);
+  gemm_tile<TB, M, N, K, S, MR>(alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-void check(Rng& rng, Trans TB, TileShape S, int M, int N, int K, TileFn kernel) {
+void check(Rng& rng, Trans TB, TileShape S, int M, int N, int K, TileFn kernel, int mr = 8) {
   for (const auto& ab : kAlphaBeta) {
     Case c = make_case(rng, M, N, K, TB, S, ab[0], ab[1]);
+    c.mr = mr;
     std::vector<double> C = c.C0;
     kernel(c.alpha, c.A.data(), c.lda, c.B.data(), c.ldb, c.beta, C.data(), c.ldc);
     EXPECT_LT(error_ratio(c, C), 1.0) << "m=" << M << " n=" << N << " k=" << K << " tb=" << static_cast<int>(TB)
-                                      << " shape=" << static_cast<int>(S) << " alpha=" << c.alpha
-                                      << " beta=" << c.beta;
+                                      << " shape=" << static_cast<int>(S) << " alpha=" << c.alpha << " beta=" << c.beta;
   }
 }
 
@@ -146,7 +147,30 @@ TEST(GemmTile, Rectangular) {
   check(rng, Trans::Yes, TileShape::Full, 1, 40, 2, call_tile<Trans::Yes, TileShape::Full, 1, 40, 2>);
   check(rng, Trans::No, TileShape::Full, 28, 7, 28, call_tile<Trans::No, TileShape::Full, 28, 7, 28>);
   check(rng, Trans::Yes, TileShape::Full, 17, 9, 1, call_tile<Trans::Yes, TileShape::Full, 17, 9, 1>);
-  check(rng, Trans::No, TileShape::Full, 12, 4, 0, call_tile<Trans::No, TileShape::Full, 12, 4, 0>);  // k = 0: C = beta C
+  check(rng, Trans::No, TileShape::Full, 12, 4, 0,
+        call_tile<Trans::No, TileShape::Full, 12, 4, 0>);  // k = 0: C = beta C
+}
+
+// 12-row tiles (MR = 12: the square-root Riccati's Nm product): every row tail of 12 (M % 12 = 0..11),
+// both op(B) and the three shapes.
+template <Trans TB, TileShape S, int... Ms>
+void check_rows12(Rng& rng, std::integer_sequence<int, Ms...>) {
+  (check(rng, TB, S, Ms + 1, (S == TileShape::LowerC ? Ms + 1 : 7), Ms + 1,
+         call_tile<TB, S, Ms + 1, (S == TileShape::LowerC ? Ms + 1 : 7), Ms + 1, 12>, 12),
+   ...);
+}
+
+TEST(GemmTile, TwelveRowTiles) {
+  Rng rng(9);
+  constexpr auto rows = std::make_integer_sequence<int, 14>{};  // M = 1..14 with K = M (LowerB: K >= N = 7 from 7)
+  check_rows12<Trans::No, TileShape::Full>(rng, rows);
+  check_rows12<Trans::Yes, TileShape::Full>(rng, rows);
+  check_rows12<Trans::No, TileShape::LowerC>(rng, rows);
+  check(rng, Trans::No, TileShape::LowerB, 24, 21, 21, call_tile<Trans::No, TileShape::LowerB, 24, 21, 21, 12>, 12);
+  check(rng, Trans::No, TileShape::LowerB, 36, 28, 28, call_tile<Trans::No, TileShape::LowerB, 36, 28, 28, 12>, 12);
+  check(rng, Trans::No, TileShape::LowerB, 23, 14, 14, call_tile<Trans::No, TileShape::LowerB, 23, 14, 14, 12>, 12);
+  check(rng, Trans::Yes, TileShape::LowerB, 29, 9, 13, call_tile<Trans::Yes, TileShape::LowerB, 29, 9, 13, 12>, 12);
+  check(rng, Trans::No, TileShape::LowerC, 40, 40, 9, call_tile<Trans::No, TileShape::LowerC, 40, 40, 9, 12>, 12);
 }
 
 // The check rejects a product off by far less than the operands' size, an untouched entry and an
@@ -196,20 +220,21 @@ struct Guarded {
 
 // Largest error ratio of gemm_tile_dynamic (Loop: of the plain loop that stands in for it without
 // vector extensions) over the three alpha/beta pairs; NaN if a guard of C was written.
-template <Trans TB, TileShape S, bool Loop>
+template <Trans TB, TileShape S, bool Loop, int MR = 8>
 void call_dynamic(int m, int n, int k, double alpha, const double* A, int lda, const double* B, int ldb, double beta,
                   double* C, int ldc) {
   if constexpr (Loop) {
     detail::gemm_tile_loop<TB, S>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
   } else {
-    gemm_tile_dynamic<TB, S>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    gemm_tile_dynamic<TB, S, MR>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
   }
 }
 
-double dynamic_error(Rng& rng, Trans TB, TileShape S, DynamicFn kernel, int m, int n, int k) {
+double dynamic_error(Rng& rng, Trans TB, TileShape S, DynamicFn kernel, int m, int n, int k, int mr = 8) {
   double worst = 0.0;
   for (const auto& ab : kAlphaBeta) {
-    const Case c = make_case(rng, m, n, k, TB, S, ab[0], ab[1]);
+    Case c = make_case(rng, m, n, k, TB, S, ab[0], ab[1]);
+    c.mr = mr;
     Guarded g(c);
     const double *A = g.A.data() + kGuard, *B = g.B.data() + kGuard;
     double* C = g.C.data() + kGuard;
@@ -251,6 +276,21 @@ TEST(GemmTileDynamic, EveryRowTailAgainstTripleLoop) {
   Rng rng(21);
   check_dynamic_all<Trans::No>(rng);
   check_dynamic_all<Trans::Yes>(rng);
+}
+
+// 12-row tiles at run-time sizes: every m in 1..37 (each tail of 12), the three shapes.
+TEST(GemmTileDynamic, TwelveRowTiles) {
+  Rng rng(23);
+  constexpr auto F = TileShape::Full, LB = TileShape::LowerB, LC = TileShape::LowerC;
+  for (int m = 1; m <= 37; ++m) {
+    SCOPED_TRACE(testing::Message() << "m " << m);
+    for (const int n : {1, 4, 7}) {
+      EXPECT_LT(dynamic_error(rng, Trans::No, F, call_dynamic<Trans::No, F, false, 12>, m, n, 9, 12), 1.0) << n;
+      EXPECT_LT(dynamic_error(rng, Trans::Yes, F, call_dynamic<Trans::Yes, F, false, 12>, m, n, 9, 12), 1.0) << n;
+      EXPECT_LT(dynamic_error(rng, Trans::No, LB, call_dynamic<Trans::No, LB, false, 12>, m, n, n + 3, 12), 1.0) << n;
+    }
+    EXPECT_LT(dynamic_error(rng, Trans::No, LC, call_dynamic<Trans::No, LC, false, 12>, m, m, 5, 12), 1.0);
+  }
 }
 
 // The sizes of the Riccati recursion's products at state sizes outside its list (C nx x nx or

@@ -108,11 +108,10 @@ TEST(LqDynamicSizes, Statuses) {
 // = 0..3), nu and nx multiples of 4 (Q_k read in place), nu alone a multiple of 4, and orders up to 56.
 // Definite costs run the square root throughout, semidefinite ones restart with the classical
 // recursion; resolve() reuses either. The kkt_ldlt backend is a second reference.
-const LqSize kSqrtSizes[] = {{36, 12, 4}, {26, 12, 3}, {21, 8, 3}, {17, 9, 3}, {19, 11, 2}, {23, 5, 3},
-                             {27, 6, 2},  {33, 1, 2},  {40, 3, 2}, {8, 9, 5},   {12, 10, 4}, {4, 12, 6},
-                             {3, 13, 5},  {16, 16, 3}, {24, 9, 2}, {21, 3, 4},  {17, 6, 3},  {25, 1, 3},
-                             {22, 2, 3},  {19, 1, 3},  {3, 9, 4},  {45, 9, 2},  {29, 2, 3},  {25, 4, 3},
-                             {17, 8, 3},  {40, 8, 2}};
+const LqSize kSqrtSizes[] = {{36, 12, 4}, {26, 12, 3}, {21, 8, 3}, {17, 9, 3},  {19, 11, 2}, {23, 5, 3}, {27, 6, 2},
+                             {33, 1, 2},  {40, 3, 2},  {8, 9, 5},  {12, 10, 4}, {4, 12, 6},  {3, 13, 5}, {16, 16, 3},
+                             {24, 9, 2},  {21, 3, 4},  {17, 6, 3}, {25, 1, 3},  {22, 2, 3},  {19, 1, 3}, {3, 9, 4},
+                             {45, 9, 2},  {29, 2, 3},  {25, 4, 3}, {17, 8, 3},  {40, 8, 2}};
 
 TEST(LqDynamicSizes, SquareRootMatchesDenseKkt) {
   Rng rng(65);
