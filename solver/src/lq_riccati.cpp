@@ -659,9 +659,32 @@ inline void lower_t_dynamic(int n, const double* L, int ld, const double* x, dou
   });
 }
 
+// y += L t by blocks of 4 rows, each summed over the columns up to its diagonal block in one vector
+// (the blocks' chains are independent); the rows past the last multiple of 4 by a shorter vector.
 inline void lower_n_dynamic(int n, const double* L, int ld, const double* t, double* y) {
-  for (int j0 = 0; j0 < n; j0 += 4)
-    column_product<Trans::No>(n - j0, std::min(4, n - j0), 1.0, L + j0 + j0 * ld, ld, t + j0, 1, 1.0, y + j0);
+  using linalg::detail::Tile4;
+  const int full = n / 4 * 4;
+  for (int i0 = 0; i0 < full; i0 += 4) {
+    Tile4 acc0 = {}, acc1 = {};
+    const int pe = i0 + 4;
+    int p = 0;
+    for (; p + 2 <= pe; p += 2) {
+      Tile4 a, b;
+      linalg::detail::tile_load<4>(a, L + i0 + p * ld);
+      linalg::detail::tile_load<4>(b, L + i0 + (p + 1) * ld);
+      acc0 += a * t[p];
+      acc1 += b * t[p + 1];
+    }
+    Tile4 yv;
+    linalg::detail::tile_load<4>(yv, y + i0);
+    yv += acc0 + acc1;
+    linalg::detail::tile_store_all(y + i0, yv);
+  }
+  for (int i = full; i < n; ++i) {
+    double acc = 0.0;
+    for (int p = 0; p <= i; ++p) acc += L[i + p * ld] * t[p];
+    y[i] += acc;
+  }
 }
 
 bool sqrt_backward_rt(int nx, int nu, int N, const LqData& d, const RiccatiWork& w) {
