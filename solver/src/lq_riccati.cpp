@@ -660,7 +660,7 @@ inline void lower_t_dynamic(int n, const double* L, int ld, const double* x, dou
 }
 
 // y += L t by blocks of 4 rows, each summed over the columns up to its diagonal block in one vector
-// (the blocks' chains are independent); the rows past the last multiple of 4 by a shorter vector.
+// (the blocks' chains are independent); the rows past the last multiple of 4 likewise, loaded short.
 inline void lower_n_dynamic(int n, const double* L, int ld, const double* t, double* y) {
   using linalg::detail::Tile4;
   const int full = n / 4 * 4;
@@ -680,11 +680,15 @@ inline void lower_n_dynamic(int n, const double* L, int ld, const double* t, dou
     yv += acc0 + acc1;
     linalg::detail::tile_store_all(y + i0, yv);
   }
-  for (int i = full; i < n; ++i) {
-    double acc = 0.0;
-    for (int p = 0; p <= i; ++p) acc += L[i + p * ld] * t[p];
-    y[i] += acc;
-  }
+  linalg::detail::with_fixed<3>(n - full, [&]<int Rows>() {
+    Tile4 acc = {};
+    for (int p = 0; p < n; ++p) {  // L(i, p) = 0 for i < p inside this last diagonal block
+      Tile4 a;
+      linalg::detail::tile_load<Rows>(a, L + full + p * ld);
+      acc += a * t[p];
+    }
+    for (int r = 0; r < Rows; ++r) y[full + r] += acc[r];
+  });
 }
 
 bool sqrt_backward_rt(int nx, int nu, int N, const LqData& d, const RiccatiWork& w) {
