@@ -861,6 +861,7 @@ class RiccatiBackend final : public LqBackend {
 
   LqStatus resolve(const LqData& d, LqSolution& s, LqStats& stats) override {
     stats.linsys = Linsys::Riccati;
+    stats.square_root = sqrt_used_;
     if (sqrt_used_) {
       sqrt_vectors_(nx_, nu_, N_, d, w_);
       sqrt_forward_(nx_, nu_, N_, d, w_, s, true);
@@ -881,6 +882,7 @@ class RiccatiBackend final : public LqBackend {
       return costate ? solution_finite(s) : all_finite(s.x.data(), s.x.size()) && all_finite(s.u.data(), s.u.size());
     };
     sqrt_used_ = sqrt_backward_ != nullptr && sqrt_backward_(nx_, nu_, N_, d, w_);
+    stats.square_root = sqrt_used_;
     if (sqrt_used_) {
       sqrt_forward_(nx_, nu_, N_, d, w_, s, costate);
       return finite() ? LqStatus::Solved : LqStatus::NonFinite;

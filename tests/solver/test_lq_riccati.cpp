@@ -181,8 +181,9 @@ TEST(LqRiccati, SquareRootPathMatchesDenseKkt) {
   EXPECT_EQ(sizes, KNOT_GEMM_TILE_SIMD ? 11 + 24 + 16 + 16 : 0);
 }
 
-// Which recursion ran, seen from outside: the square-root one factors Q_N from its lower triangle
-// alone, the classical one multiplies by all of P_N = Q_N. So with Q_N's strict upper triangle
+// Which recursion ran, seen from outside (and as LqStats::square_root reports it): the square-root
+// one factors Q_N from its lower triangle alone, the classical one multiplies by all of P_N = Q_N.
+// So with Q_N's strict upper triangle
 // changed (data outside the contract, which asks for Q_N symmetric), a solve still matches the dense
 // KKT solve of the symmetric data exactly when the square root ran, and every other size (the
 // negative control) misses it. This pins the sizes served and catches a square-root path that no
@@ -203,11 +204,13 @@ TEST(LqRiccati, SquareRootPathServesItsSizes) {
       double* QN = e.Q_k(N);
       for (int j = 1; j < nx; ++j)
         for (int i = 0; i < j; ++i) QN[i + j * nx] += 0.25;
-      LqStatus st;
-      const LqSolution sol = solve_riccati(e, &st);
+      LqSolver s(nx, nu, N, with(Linsys::Riccati));
+      LqSolution sol = poisoned_solution(nx, nu, N);
+      const LqStatus st = s.solve(e, sol);
       const bool matches = st == LqStatus::Solved && solution_error(sol, ref) < kSolTol;
       const bool expected = square_root_served(nx, nu);
       EXPECT_EQ(matches, expected);
+      EXPECT_EQ(s.stats().square_root, expected);  // what LqStats reports is what ran
       served += expected;
     }
   EXPECT_EQ(served, KNOT_GEMM_TILE_SIMD ? 11 + 24 + 16 + 32 + 66 : 0);  // 66 run-time sizes

@@ -215,27 +215,20 @@ double time_per_call(int reps, const Fn& fn) {
   return (cpu_us() - t0) / reps;
 }
 
-// Which recursion Knot's Riccati backend runs at these sizes (mirrors solver/src/lq_riccati.cpp:
-// RiccatiNx, ControlSizes, kSqrt and sqrt_runtime).
-const char* knot_path(int nx, int nu) {
+// The Riccati path Knot ran: compiled-in sizes (lq_internal.hpp's RiccatiNx and ControlSizes) or the
+// run-time kernels, and the recursion LqStats reports.
+const char* knot_path(int nx, int nu, bool square_root) {
   const bool fixed_nx = (nx >= 1 && nx <= 16) || nx == 20 || nx == 24 || nx == 28 || nx == 32;
   const bool fixed = fixed_nx && nu >= 1 && nu <= 8;
-  if (!fixed) {
-    const int w = (nx + nu + 3) / 4 * 4 - nx - nu;
-    const bool sqrt = nu >= 9    ? nx >= 3
-                      : nx >= 32 ? true
-                      : nx >= 25 ? !(w == 3 && nu <= 3)
-                                 : w == 0 || (w <= 2 && nu >= 5) || nu == 8;
-    return sqrt ? "run-time square-root" : "run-time classical";
-  }
-  const bool sqrt = nx >= 15 || (nx >= 11 && nu >= 3) || (nx >= 8 && nu == 4) || (nx >= 7 && nu >= 7);
-  return sqrt ? "fixed square-root" : "fixed classical";
+  if (!fixed) return square_root ? "run-time square-root" : "run-time classical";
+  return square_root ? "fixed square-root" : "fixed classical";
 }
 
 struct Row {
   int nx, nu, N;
   double ric_knot, ric_sqrt, ric_clas, ipm_knot, ipm_knot_max, ipm_h;
   int it_knot, it_knot_max, it_h;
+  bool square_root;
   double agree_ric_sqrt, agree_ric_clas, agree_ipm, agree_ipm_max;
 };
 
@@ -271,7 +264,9 @@ bool run(int nx, int nu, int N, int rounds, Row& row) {
     std::printf("(%d,%d,%d): HPIPM did not solve\n", nx, nu, N);
     return false;
   }
-  row = {nx, nu, N, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  row = Row{};
+  row.nx = nx, row.nu = nu, row.N = N;
+  row.square_root = ric.stats().square_root;
   row.agree_ric_sqrt = agreement(nx, N, rs.x, rs.u, rs.lambda, h_sqrt, true);
   row.agree_ric_clas = agreement(nx, N, rs.x, rs.u, rs.lambda, h_clas, true);
   row.agree_ipm = agreement(nx, N, is.x, is.u, is.lambda, h_ipm_dual, true);
@@ -331,7 +326,7 @@ int main(int argc, char** argv) {
   for (const Row& r : rows) {
     char sz[32];
     std::snprintf(sz, sizeof sz, "(%d,%d,%d)", r.nx, r.nu, r.N);
-    std::printf("  %-13s %-20s %8.2f %8.2f %8.2f %7.2f %7.2f %9.1e %9.1e\n", sz, knot_path(r.nx, r.nu), r.ric_knot,
+    std::printf("  %-13s %-20s %8.2f %8.2f %8.2f %7.2f %7.2f %9.1e %9.1e\n", sz, knot_path(r.nx, r.nu, r.square_root), r.ric_knot,
                 r.ric_sqrt, r.ric_clas, r.ric_knot / r.ric_sqrt, r.ric_knot / r.ric_clas, r.agree_ric_sqrt,
                 r.agree_ric_clas);
   }

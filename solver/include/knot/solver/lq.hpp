@@ -172,6 +172,8 @@ struct LqSolution {
 // What the last solve() did. Fields that do not apply to the backend that ran stay at their zero.
 struct LqStats {
   Linsys linsys = Linsys::Riccati;  // the backend that ran (Auto resolved)
+  bool square_root = false;         // Riccati: the square-root recursion ran (else the classical one,
+                                    // at sizes it serves better or after a pivot of it failed)
   int failed_stage = -1;            // NotPositiveDefinite: the stage k whose R_k + B_k'P_{k+1}B_k
                                     // (Riccati, and Schur with riccati_fallback) or G_k (Schur) failed,
                                     // or the block-row of the pcg preconditioner; -1 otherwise (and for
