@@ -2,7 +2,8 @@
 // problems: the unconstrained Riccati solve (knot::solver::LqSolver, Linsys::Riccati) against HPIPM's
 // square-root and classical Riccati recursions (d_ocp_qp_ipm_solve on a QP without constraints, which
 // factors and solves once), and the box-constrained interior point (LqIpmSolver) against HPIPM's
-// SPEED_ABS mode, with both iteration counts.
+// SPEED_ABS mode, with both iteration counts: as it comes (no multipliers of the dynamics) and forming
+// them (comp_dual_sol_eq = 1), as Knot's interior point always does.
 //
 // Problems (issue 15): x+ = A x + B u, A = 0.95 I + 0.1 U(-1,1)/sqrt(nx), B = U(-1,1), Q = I,
 // R = 0.1 I, Q_N = 10 I, no linear terms, x0 = U(-5,5), |u| <= 0.5 for the interior point. HPIPM
