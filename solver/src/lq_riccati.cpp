@@ -602,7 +602,7 @@ void sqrt_forward(int, int, int N, const LqData& d, const RiccatiWork& w, LqSolu
 // nu and nx separately (at (21, 3) an order of 24 instead of 28, about 0.7x the Cholesky's work):
 //   F = [L 0 0; Y Lk 0; 0 0 I]   (L nu x nu at (0, 0), Y nx x nu at row nu, Lk at (nu, nu))
 // and Xt = [B'; A'; 0]. Lk then starts off chol_update's 4 x 4 grid, and the products that take it as
-// a lower triangular operand (gemm_tile's LowerB, the panel sweeps of lower_t/n_dynamic) read the
+// a lower triangular operand (gemm_tile's LowerB, lower_t_dynamic and lower_n_dynamic) read the
 // strict upper triangle of its own diagonal 4 x 4 blocks, which the Cholesky leaves as it was: those
 // entries (at most three a column) are zeroed after each factorization (zero_lk_band).
 // The matrix to factor is written whole into F each stage (its lower triangle, the padding's unit
@@ -649,8 +649,8 @@ inline void write_stage_matrix(const SqrtDims& z, const double* R, const double*
     for (int i = j; i < z.n; ++i) F[i + j * ld] = i == j ? 1.0 : 0.0;
 }
 
-// t = L'x and y += L t for a lower triangular L (n x n) whose strict upper triangle is zero inside its
-// 4 x 4 diagonal blocks: by 4-column panels from the diagonal block down.
+// t = L'x for a lower triangular L (n x n) whose strict upper triangle is zero inside its 4 x 4
+// diagonal blocks: by 4-column panels from the diagonal block down.
 inline void lower_t_dynamic(int n, const double* L, int ld, const double* x, double* t) {
   const int full = n / 4 * 4;
   for (int j0 = 0; j0 < full; j0 += 4) dot_columns<4>(n - j0, 0, L + j0 + j0 * ld, ld, x + j0, 0.0, t + j0);
@@ -659,8 +659,9 @@ inline void lower_t_dynamic(int n, const double* L, int ld, const double* x, dou
   });
 }
 
-// y += L t by blocks of 4 rows, each summed over the columns up to its diagonal block in one vector
-// (the blocks' chains are independent); the rows past the last multiple of 4 likewise, loaded short.
+// y += L t (L as above) by blocks of 4 rows, each summed over the columns up to its diagonal block in
+// one vector (the blocks' chains are independent); the rows past the last multiple of 4 likewise,
+// loaded short.
 inline void lower_n_dynamic(int n, const double* L, int ld, const double* t, double* y) {
   using linalg::detail::Tile4;
   const int full = n / 4 * 4;
@@ -791,7 +792,7 @@ class RiccatiBackend final : public LqBackend {
  public:
   RiccatiBackend(int nx, int nu, int N) : nx_(nx), nu_(nu), N_(N) {
     auto line = [](std::size_t n) { return (n + 7) / 8 * 8; };  // whole cache lines, as the arena's arrays
-    std::size_t sqrt_ld = 0, sqrt_nx4 = 0, sqrt_q4 = 0;            // SqrtLayout's ld, nx4, the Q4 scratch
+    std::size_t sqrt_ld = 0, sqrt_xt = 0, sqrt_q4 = 0;  // the factor's ld, Xt's columns, the Q4 scratch
     dispatch_sizes<RiccatiNx, ControlSizes>(nx, nu, [&](auto NX, auto NU) {
       constexpr int X = decltype(NX)::value, U = decltype(NU)::value;
       backward_ = &riccati_backward<X, U>;
@@ -800,14 +801,14 @@ class RiccatiBackend final : public LqBackend {
 #if KNOT_GEMM_TILE_SIMD
       if constexpr (kSqrt<X, U>) {
         using Lay = SqrtLayout<X, U>;
-        sqrt_ld = Lay::ld, sqrt_nx4 = Lay::nx4, sqrt_q4 = Lay::padded ? sqrt_nx4 * sqrt_nx4 : 0;
+        sqrt_ld = Lay::ld, sqrt_xt = Lay::nx4, sqrt_q4 = Lay::padded ? sqrt_xt * sqrt_xt : 0;
         sqrt_backward_ = &sqrt_backward<X, U>;
         sqrt_forward_ = &sqrt_forward<X, U>;
         sqrt_vectors_ = &sqrt_backward_vectors<X, U>;
       } else if constexpr (X == kDynamic || U == kDynamic) {
         if (sqrt_runtime(nx, nu)) {
           const SqrtDims z(nx, nu);
-          sqrt_ld = z.ld, sqrt_nx4 = nx;  // Xt is ld x nx here; no Q4
+          sqrt_ld = z.ld, sqrt_xt = nx;  // no Q4
           sqrt_backward_ = &sqrt_backward_rt;
           sqrt_forward_ = &sqrt_forward_rt;
           sqrt_vectors_ = &sqrt_backward_vectors_rt;
@@ -819,10 +820,10 @@ class RiccatiBackend final : public LqBackend {
     // One solve uses one recursion's matrices, so the square-root ones share the classical ones'
     // space (p, kt and pc serve both). Every entry either path reads is written earlier in the same solve.
     const std::size_t sxx = static_cast<std::size_t>(nx) * nx, sxu = static_cast<std::size_t>(nx) * nu;
-    const std::size_t ld = sqrt_ld, nx4 = sqrt_nx4;
+    const std::size_t ld = sqrt_ld, xt = sqrt_xt;
     const std::size_t classical = line((N + 1) * sxx) + line(static_cast<std::size_t>(N) * nu * nu) + line(N * sxu) +
                                   2 * line(sxx) + line(sxu),
-                      square_root = sqrt ? line((N + 1) * ld * ld) + line(ld * nx4) + line(ld * nx) + line(ld) +
+                      square_root = sqrt ? line((N + 1) * ld * ld) + line(ld * xt) + line(ld * nx) + line(ld) +
                                                line(nx) + line(sqrt_q4)
                                          : 0;
     const std::size_t oM = arena_.reserve(std::max(classical, square_root)),
@@ -843,7 +844,7 @@ class RiccatiBackend final : public LqBackend {
     if (sqrt) {
       m = arena_.at(oM);
       w_.F = take((N + 1) * ld * ld);
-      w_.Xt = take(ld * nx4);
+      w_.Xt = take(ld * xt);
       w_.Nm = take(ld * nx);
       w_.h = take(ld);
       w_.t = take(nx);
