@@ -7,16 +7,6 @@
 
 namespace knot::solver::cuda::detail {
 
-// Dynamic shared memory of a launch: the Riccati step's stage (riccati_solve's `stage`: each knot's
-// products read shared memory instead of global memory) when the LQ step is riccati and the stage
-// fits in the 48 KiB a launch gets without opting in (nx up to about 30 in double); else none.
-template <class T>
-__host__ __device__ inline std::size_t stage_bytes(const device::BatchProblem& P, const device::DeviceOptions& o) {
-  if (o.linsys != 0) return 0;
-  const std::size_t bytes = device::riccati_stage_size<T>(P.nx, P.nu) * sizeof(T);
-  return bytes <= 48 * 1024 ? bytes : 0;
-}
-
 // One problem per block: the staged iterate in, the solve, the iterate out (converted when T is float).
 template <class T>
 __global__ void batch_sqp_kernel(device::BatchProblem P, const unsigned char* arenas, std::size_t arena_stride,
@@ -31,11 +21,8 @@ __global__ void batch_sqp_kernel(device::BatchProblem P, const unsigned char* ar
   double* it = iterates + p * iterate_stride;
   for (std::size_t i = g.rank(); i < iterate_stride; i += g.size()) a.x[i] = T(it[i]);
   g.sync();
-  // The Riccati step's stage in shared memory when the launch gave it (stage_bytes below).
-  extern __shared__ __align__(16) unsigned char dynamic_shared[];
-  T* stage = stage_bytes<T>(P, o) > 0 ? reinterpret_cast<T*>(dynamic_shared) : nullptr;
   device::sqp_solve(g, P, arenas + p * arena_stride, slices + p * slice_stride, o, a, results + p,
-                    rows + static_cast<std::size_t>(p) * (o.max_iter + 1), stage);
+                    rows + static_cast<std::size_t>(p) * (o.max_iter + 1));
 #if defined(KNOT_DEVICE_PROFILE)
   if (p == 0 && g.rank() == 0)
     for (int i = 0; i < 16; ++i) results[0].phase_cycles[8 + i] = device::riccati_detail::riccati_profile_cycles[i];
@@ -48,7 +35,7 @@ void launch(int batch, int threads, cudaStream_t stream, const device::BatchProb
             std::size_t arena_stride, const double* slices, std::size_t slice_stride, const device::DeviceOptions& o, T* arrays,
             std::size_t array_stride, double* iterates, std::size_t iterate_stride, device::DeviceResult* results,
             IterationStats* rows) {
-  batch_sqp_kernel<T><<<batch, threads, stage_bytes<T>(P, o), stream>>>(P, arena, arena_stride, slices, slice_stride, o, arrays, array_stride,
+  batch_sqp_kernel<T><<<batch, threads, 0, stream>>>(P, arena, arena_stride, slices, slice_stride, o, arrays, array_stride,
                                                      iterates, iterate_stride, results, rows, batch);
 }
 

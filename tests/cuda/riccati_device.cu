@@ -18,14 +18,13 @@ using solver::device::StepView;
 // riccati_solve only.
 template <class T>
 __global__ void riccati_kernel(int nx, int nu, int N, T* data, T* resolve_data, T* step, T* scratch,
-                               DeviceLqResult* results, bool staged) {
-  extern __shared__ __align__(16) unsigned char shared[];
+                               DeviceLqResult* results) {
   linalg::BlockGroup g;
   const std::size_t p = blockIdx.x;
   const LqView<T> lq = LqView<T>::carve(nx, nu, N, data + p * LqView<T>::size(nx, nu, N));
   const StepView<T> out = StepView<T>::carve(nx, nu, N, step + p * StepView<T>::size(nx, nu, N));
   T* s = scratch + p * solver::device::riccati_scratch_size<T>(nx, nu, N);
-  DeviceLqResult r = solver::device::riccati_solve(g, lq, out, s, staged ? reinterpret_cast<T*>(shared) : nullptr);
+  DeviceLqResult r = solver::device::riccati_solve(g, lq, out, s);
   if (resolve_data != nullptr) {
     const LqView<T> lq2 = LqView<T>::carve(nx, nu, N, resolve_data + p * LqView<T>::size(nx, nu, N));
     r = solver::device::riccati_resolve(g, lq2, out, s);
@@ -44,7 +43,7 @@ struct DeviceBuffer {
 template <class T>
 std::string riccati_on_device(int nx, int nu, int N, int batch, int threads, const std::vector<T>& data,
                               const std::vector<T>& resolve_data, std::vector<T>& step,
-                              std::vector<DeviceLqResult>& results, bool staged) {
+                              std::vector<DeviceLqResult>& results) {
   const std::size_t per = LqView<T>::size(nx, nu, N);
   if (batch < 1 || threads < 1 || data.size() != per * batch ||
       (!resolve_data.empty() && resolve_data.size() != data.size()))
@@ -66,9 +65,7 @@ std::string riccati_on_device(int nx, int nu, int N, int batch, int threads, con
   if (e == cudaSuccess && !resolve_data.empty())
     e = cudaMemcpy(d_resolve.ptr, resolve_data.data(), resolve_data.size() * sizeof(T), cudaMemcpyHostToDevice);
   if (e != cudaSuccess) return cudaGetErrorString(e);
-  const std::size_t shared = staged ? solver::device::riccati_stage_size<T>(nx, nu) * sizeof(T) : 0;
-  riccati_kernel<T><<<batch, threads, shared>>>(nx, nu, N, d_data.ptr, d_resolve.ptr, d_step.ptr, d_scratch.ptr,
-                                                d_results.ptr, staged);
+  riccati_kernel<T><<<batch, threads>>>(nx, nu, N, d_data.ptr, d_resolve.ptr, d_step.ptr, d_scratch.ptr, d_results.ptr);
   e = cudaGetLastError();
   if (e == cudaSuccess) e = cudaDeviceSynchronize();
   if (e == cudaSuccess) e = cudaMemcpy(step.data(), d_step.ptr, step.size() * sizeof(T), cudaMemcpyDeviceToHost);
@@ -79,9 +76,9 @@ std::string riccati_on_device(int nx, int nu, int N, int batch, int threads, con
 
 template std::string riccati_on_device<double>(int, int, int, int, int, const std::vector<double>&,
                                                const std::vector<double>&, std::vector<double>&,
-                                               std::vector<DeviceLqResult>&, bool);
+                                               std::vector<DeviceLqResult>&);
 template std::string riccati_on_device<float>(int, int, int, int, int, const std::vector<float>&,
                                               const std::vector<float>&, std::vector<float>&,
-                                              std::vector<DeviceLqResult>&, bool);
+                                              std::vector<DeviceLqResult>&);
 
 }  // namespace knot::test

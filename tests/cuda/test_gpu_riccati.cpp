@@ -1,8 +1,8 @@
 // The device Riccati step in CUDA blocks (riccati_device.cu) against the same header run on the CPU
 // by a SerialGroup: double to 1e-12 relative and float to float rounding (not bitwise: nvcc contracts
 // a * b + c into fused multiply-adds, the host build does not); bitwise alike for every block size
-// (one code path, so one contraction), with the stage in shared memory (the batched SQP kernel's
-// way) and without; resolve bitwise a fresh solve; an indefinite stage reported at its stage.
+// (one code path, so one contraction); resolve bitwise a fresh solve; an indefinite stage reported at
+// its stage.
 //
 // Without a usable GPU the device tests skip with one line saying why; the launcher's size check runs
 // everywhere.
@@ -106,24 +106,21 @@ void check_against_host(double tol) {
     const std::vector<T> data = random_batch<T>(rng, z.nx, z.nu, z.N, kBatch);
     std::vector<DeviceLqResult> host_r;
     const std::vector<T> host = solve_on_host(z.nx, z.nu, z.N, kBatch, data, host_r);
-    for (const bool staged : {false, true}) {
-      std::vector<T> first;  // staged or not: two code paths, which nvcc may contract apart
-      for (const int threads : kThreads) {
-        SCOPED_TRACE(testing::Message() << "nx " << z.nx << " nu " << z.nu << " N " << z.N << " threads " << threads
-                                        << (staged ? " staged" : ""));
-        std::vector<T> step;
-        std::vector<DeviceLqResult> r;
-        ASSERT_EQ(riccati_on_device<T>(z.nx, z.nu, z.N, kBatch, threads, data, {}, step, r, staged), "");
-        for (int p = 0; p < kBatch; ++p) {
-          ASSERT_EQ(host_r[p].status, DeviceLqStatus::Solved);
-          EXPECT_EQ(r[p].status, DeviceLqStatus::Solved) << "problem " << p;
-        }
-        EXPECT_LT(relative_error(step, host), tol);
-        if (first.empty()) {
-          first = step;
-        } else {
-          EXPECT_EQ(std::memcmp(step.data(), first.data(), step.size() * sizeof(T)), 0);
-        }
+    std::vector<T> first;
+    for (const int threads : kThreads) {
+      SCOPED_TRACE(testing::Message() << "nx " << z.nx << " nu " << z.nu << " N " << z.N << " threads " << threads);
+      std::vector<T> step;
+      std::vector<DeviceLqResult> r;
+      ASSERT_EQ(riccati_on_device<T>(z.nx, z.nu, z.N, kBatch, threads, data, {}, step, r), "");
+      for (int p = 0; p < kBatch; ++p) {
+        ASSERT_EQ(host_r[p].status, DeviceLqStatus::Solved);
+        EXPECT_EQ(r[p].status, DeviceLqStatus::Solved) << "problem " << p;
+      }
+      EXPECT_LT(relative_error(step, host), tol);
+      if (first.empty()) {
+        first = step;
+      } else {
+        EXPECT_EQ(std::memcmp(step.data(), first.data(), step.size() * sizeof(T)), 0);
       }
     }
   }

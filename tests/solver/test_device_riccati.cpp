@@ -25,16 +25,13 @@ using solver::device::StepView;
 constexpr double kEps = std::numeric_limits<double>::epsilon();
 constexpr float kEpsF = std::numeric_limits<float>::epsilon();
 
-enum class Call { Solve, Resolve, SolveStaged };
+enum class Call { Solve, Resolve };
 
-// Runs riccati_solve (SolveStaged: with a stage, as the CUDA kernel's shared memory) or
-// riccati_resolve on a SerialGroup (threads 0) or on a ThreadedGroup of that many members; every
-// member's result must be the same, and that one is returned.
+// Runs riccati_solve or riccati_resolve on a SerialGroup (threads 0) or on a ThreadedGroup of that
+// many members; every member's result must be the same, and that one is returned.
 template <class T>
 DeviceLqResult run(DeviceLq<T>& p, int threads, Call call = Call::Solve) {
-  std::vector<T> stage(solver::device::riccati_stage_size<T>(p.lq.nx, p.lq.nu), T(NAN));
   const auto body = [&](auto& g) {
-    if (call == Call::SolveStaged) return riccati_solve(g, p.lq, p.out, p.scratch.data(), stage.data());
     return call == Call::Solve ? riccati_solve(g, p.lq, p.out, p.scratch.data())
                                : riccati_resolve(g, p.lq, p.out, p.scratch.data());
   };
@@ -165,39 +162,6 @@ TEST(DeviceRiccati, EveryGroupSizeGivesTheSameBits) {
   }
 }
 
-// The staged solve (each knot's operands copied to a stage first: shared memory on a GPU) does the
-// same operations on the same values: the same bits in the step and in the scratch (which resolve
-// reads), for every group size. Negative control: the same check tells a problem with one entry of
-// one A_k moved by 1e-9 of itself apart.
-TEST(DeviceRiccati, StagedSolveGivesTheSameBits) {
-  Rng rng(107);
-  for (const LqSize& z : {LqSize{4, 1, 20}, LqSize{14, 7, 64}, LqSize{3, 2, 1}, LqSize{12, 4, 30}, LqSize{1, 1, 1},
-                          LqSize{2, 7, 40}}) {
-    const LqData d = random_lq(rng, z.nx, z.nu, z.N);
-    DeviceLq<double> plain(d);
-    ASSERT_EQ(run(plain, 0).status, DeviceLqStatus::Solved);
-    for (const int threads : {0, 1, 2, 3, 7, 32}) {
-      SCOPED_TRACE(testing::Message() << "nx " << z.nx << " nu " << z.nu << " N " << z.N << " threads " << threads);
-      DeviceLq<double> p(d);
-      ASSERT_EQ(run(p, threads, Call::SolveStaged).status, DeviceLqStatus::Solved);
-      EXPECT_TRUE(bitwise_equal(p.step, plain.step));
-      // What resolve reads: P, p, L, Y, kt (up to the per-knot temporaries, which the staged solve
-      // keeps in the stage) and the state at the end.
-      const auto w = solver::device::riccati_detail::Work<double>::carve(z.nx, z.nu, z.N, p.scratch.data());
-      const std::size_t factors = std::size_t(w.T_ - p.scratch.data());
-      EXPECT_TRUE(bitwise_equal(std::vector<double>(p.scratch.begin(), p.scratch.begin() + factors),
-                                std::vector<double>(plain.scratch.begin(), plain.scratch.begin() + factors)));
-      EXPECT_TRUE(bitwise_equal(std::vector<double>(p.scratch.end() - 2, p.scratch.end()),
-                                std::vector<double>(plain.scratch.end() - 2, plain.scratch.end())));
-    }
-    LqData moved = d;
-    moved.A[moved.A.size() / 2] *= 1 + 1e-9;
-    DeviceLq<double> control(moved);
-    ASSERT_EQ(run(control, 2, Call::SolveStaged).status, DeviceLqStatus::Solved);
-    EXPECT_FALSE(bitwise_equal(control.step, plain.step));
-  }
-}
-
 // New vectors on the stored factorization give the bits of a fresh solve of the new problem.
 TEST(DeviceRiccati, ResolveEqualsAFreshSolve) {
   Rng rng(105);
@@ -242,14 +206,14 @@ TEST(DeviceRiccati, IndefiniteStageIsNotPositiveDefinite) {
     solve_host(d, &host_status, &host_stage);
     ASSERT_EQ(host_status, LqStatus::NotPositiveDefinite);
     ASSERT_EQ(host_stage, bad);
-    for (const int threads : {0, 2, 7, -2}) {  // -2: two members, staged
+    for (const int threads : {0, 2, 7}) {
       SCOPED_TRACE(testing::Message() << "bad " << bad << " threads " << threads);
       DeviceLq<double> p(d);
-      const DeviceLqResult r = threads < 0 ? run(p, -threads, Call::SolveStaged) : run(p, threads);
+      const DeviceLqResult r = run(p, threads);
       EXPECT_EQ(r.status, DeviceLqStatus::NotPositiveDefinite);
       EXPECT_EQ(r.failed_stage, bad);
       for (const double v : p.step) EXPECT_TRUE(std::isnan(v));
-      const DeviceLqResult again = run(p, threads < 0 ? -threads : threads, Call::Resolve);
+      const DeviceLqResult again = run(p, threads, Call::Resolve);
       EXPECT_EQ(again.status, DeviceLqStatus::NotPositiveDefinite);
       EXPECT_EQ(again.failed_stage, bad);
       for (const double v : p.step) EXPECT_TRUE(std::isnan(v));
@@ -286,8 +250,6 @@ TEST(DeviceRiccati, NonFiniteDataIsNonFinite) {
     for (const int threads : {0, 3}) {
       DeviceLq<double> p(d);
       EXPECT_EQ(run(p, threads).status, DeviceLqStatus::NonFinite) << c.what << " threads " << threads;
-      DeviceLq<double> staged(d);
-      EXPECT_EQ(run(staged, threads, Call::SolveStaged).status, DeviceLqStatus::NonFinite) << c.what << " staged";
     }
   }
   // A NaN in the new vectors of a resolve.

@@ -164,16 +164,19 @@ int main(int argc, char** argv) {
           for (int i = 0; i < int(solver::device::DevicePhase::Count); ++i)
             std::printf(" %s %.1f%%", kPhases[i], 100.0 * double(b.phase_cycles[i]) / double(total));
           std::printf("\n");
-          // The staged Riccati step's parts (cycles summed over the whole run of problem 0's block,
-          // warm-up and repetitions included), as shares of their sum.
-          static const char* const kParts[] = {"b_load", "b_PA_PB", "b_H", "b_potrf", "b_trsm", "b_syrk",
-                                               "b_out", "f_load", "f_gemv", "f_trsm", "f_Bu", "f_out", "f_end"};
+          // The Riccati step's parts (riccati.hpp's laps: cycles summed over the whole run of problem 0's
+          // block, warm-up and repetitions included), as shares of their sum.
+          static const struct {
+            int slot;
+            const char* name;
+          } kParts[] = {{1, "b_PA_PB"}, {2, "b_H"},    {3, "b_potrf"}, {4, "b_trsm"},
+                        {5, "b_syrk"},  {8, "f_gemv"}, {9, "f_trsm"},  {10, "f_Bu"}};
           long long parts = 0;
-          for (int i = 0; i < 13; ++i) parts += b.phase_cycles[8 + i];
+          for (const auto& q : kParts) parts += b.phase_cycles[8 + q.slot];
           if (parts > 0) {
             std::printf("RICCATI %3d %6d %7d  Mcycles %.1f:", N, B, threads, 1e-6 * double(parts));
-            for (int i = 0; i < 13; ++i)
-              std::printf(" %s %.1f%%", kParts[i], 100.0 * double(b.phase_cycles[8 + i]) / double(parts));
+            for (const auto& q : kParts)
+              std::printf(" %s %.1f%%", q.name, 100.0 * double(b.phase_cycles[8 + q.slot]) / double(parts));
             std::printf("\n");
           }
         }

@@ -39,7 +39,7 @@
 #include "knot/linalg/dense/trsm.hpp"
 #include "knot/solver/device/views.hpp"
 
-// Profiling builds (KNOT_DEVICE_PROFILE, nvcc): clock cycles of the staged solve's parts, summed by
+// Profiling builds (KNOT_DEVICE_PROFILE, nvcc): clock cycles of the Riccati step's parts, summed by
 // thread 0 of block 0 into riccati_profile_cycles (the SQP kernel reports them in DeviceResult).
 #if defined(KNOT_DEVICE_PROFILE) && defined(__CUDACC__)
 namespace knot::solver::device::riccati_detail {
@@ -215,48 +215,33 @@ KNOT_HD void backward_vectors(G& g, const LqView<T>& d, const Work<T>& w, int k)
   linalg::gemv<Trans::No>(g, nx, nu, T(-1), w.Y_k(k, nx, nu), nx, kt, T(1), pk);
 }
 
-// One knot's operands for backward_step: the stage data (A, B, c, Q, R, S, q, r), P_{k+1} and
-// p_{k+1}, where the results go (P_k, p_k, L_k, Y_k, kt_k) and the temporaries. In the unstaged solve
-// they point into `lq` and the scratch; in the staged one into the stage (Stage below).
-template <class T>
-struct KnotOps {
-  const T *A, *B, *c, *Q, *R, *S, *q, *r, *P1, *p1;
-  T *Pk, *pk, *L, *Y, *kt, *T_, *W, *pc;
-};
-
-template <class T>
-KNOT_HD KnotOps<T> knot_ops(const LqView<T>& d, const Work<T>& w, int k) {
-  const int nx = d.nx, nu = d.nu;
-  return {d.A_k(k), d.B_k(k), d.c_k(k), d.Q_k(k), d.R_k(k), d.S_k(k), d.q_k(k), d.r_k(k), w.P_k(k + 1, nx),
-          w.p_k(k + 1, nx), w.P_k(k, nx), w.p_k(k, nx), w.L_k(k, nu), w.Y_k(k, nx, nu), w.kt_k(k, nu), w.T_, w.W, w.pc};
-}
-
-// Knot k's whole backward step (matrices and vectors) on the operands o. Returns potrf's verdict,
-// the same on every member: 0, or nonzero when Huu is not positive definite (the knot's later
-// stages are then skipped by every member alike). Ends on a barrier.
+// Knot k's whole backward step (matrices and vectors). Returns potrf's verdict, the same on every
+// member: 0, or nonzero when Huu is not positive definite (the knot's later stages are then skipped
+// by every member alike). Ends on a barrier.
 template <class G, class T>
-KNOT_HD int backward_step(G& g, int nx, int nu, const KnotOps<T>& o) {
+KNOT_HD int backward_step(G& g, const LqView<T>& d, const Work<T>& w, int k) {
   using linalg::Side, linalg::Trans, linalg::Uplo;
+  const int nx = d.nx, nu = d.nu;
   KNOT_RICCATI_CLOCK;
   auto u = unsynced(g);
-  const T* A = o.A;
-  const T* B = o.B;
-  const T* P1 = o.P1;
-  T* Pk = o.Pk;
-  T* pk = o.pk;
-  T* L = o.L;
-  T* Y = o.Y;
-  T* kt = o.kt;
+  const T* A = d.A_k(k);
+  const T* B = d.B_k(k);
+  const T* P1 = w.P_k(k + 1, nx);
+  T* Pk = w.P_k(k, nx);
+  T* pk = w.p_k(k, nx);
+  T* L = w.L_k(k, nu);
+  T* Y = w.Y_k(k, nx, nu);
+  T* kt = w.kt_k(k, nu);
 
   // 1. Products of P_{k+1}; the blocks the next stage accumulates into start as the stage data.
-  linalg::gemm<Trans::Yes, Trans::No>(u, nx, nx, nx, T(1), A, nx, P1, nx, T(0), o.T_, nx);  // T = A'P
-  linalg::gemm<Trans::No, Trans::No>(u, nx, nu, nx, T(1), P1, nx, B, nx, T(0), o.W, nx);    // W = P B
-  mv_plus(u, nx, nx, P1, o.c, o.p1, o.pc);                                                  // pc
-  copy(u, std::size_t(nx) * nx, o.Q, Pk);
-  copy(u, std::size_t(nu) * nu, o.R, L);
-  copy(u, std::size_t(nx), o.q, pk);
-  copy(u, std::size_t(nu), o.r, kt);
-  const T* S = o.S;
+  linalg::gemm<Trans::Yes, Trans::No>(u, nx, nx, nx, T(1), A, nx, P1, nx, T(0), w.T_, nx);  // T = A'P
+  linalg::gemm<Trans::No, Trans::No>(u, nx, nu, nx, T(1), P1, nx, B, nx, T(0), w.W, nx);    // W = P B
+  mv_plus(u, nx, nx, P1, d.c_k(k), w.p_k(k + 1, nx), w.pc);                                 // pc
+  copy(u, std::size_t(nx) * nx, d.Q_k(k), Pk);
+  copy(u, std::size_t(nu) * nu, d.R_k(k), L);
+  copy(u, std::size_t(nx), d.q_k(k), pk);
+  copy(u, std::size_t(nu), d.r_k(k), kt);
+  const T* S = d.S_k(k);
   for (int e = u.rank(); e < nx * nu; e += u.size()) {  // Y = S' (nx x nu)
     const int i = e % nx, j = e / nx;
     Y[e] = S[j + std::size_t(i) * nu];
@@ -265,11 +250,11 @@ KNOT_HD int backward_step(G& g, int nx, int nu, const KnotOps<T>& o) {
   KNOT_RICCATI_LAP(1);
 
   // 2. Hxx, Hxu, Huu, hx, hu.
-  linalg::gemm<Trans::No, Trans::No>(u, nx, nx, nx, T(1), o.T_, nx, A, nx, T(1), Pk, nx);
-  linalg::gemm<Trans::No, Trans::No>(u, nx, nu, nx, T(1), o.T_, nx, B, nx, T(1), Y, nx);
-  linalg::gemm<Trans::Yes, Trans::No>(u, nu, nu, nx, T(1), B, nx, o.W, nx, T(1), L, nu);
-  linalg::gemv<Trans::Yes>(u, nx, nx, T(1), A, nx, o.pc, T(1), pk);
-  linalg::gemv<Trans::Yes>(u, nx, nu, T(1), B, nx, o.pc, T(1), kt);
+  linalg::gemm<Trans::No, Trans::No>(u, nx, nx, nx, T(1), w.T_, nx, A, nx, T(1), Pk, nx);
+  linalg::gemm<Trans::No, Trans::No>(u, nx, nu, nx, T(1), w.T_, nx, B, nx, T(1), Y, nx);
+  linalg::gemm<Trans::Yes, Trans::No>(u, nu, nu, nx, T(1), B, nx, w.W, nx, T(1), L, nu);
+  linalg::gemv<Trans::Yes>(u, nx, nx, T(1), A, nx, w.pc, T(1), pk);
+  linalg::gemv<Trans::Yes>(u, nx, nu, T(1), B, nx, w.pc, T(1), kt);
   g.sync();
   KNOT_RICCATI_LAP(2);
 
@@ -300,30 +285,10 @@ KNOT_HD int backward_step(G& g, int nx, int nu, const KnotOps<T>& o) {
   return 0;
 }
 
-// Knot k of the rollout: u_k = -L^-T (kt + Y'x), x_{k+1} = c + A x + B u_k, lambda_k = p + P x, with
-// uk, xn and lam holding kt_k, c_k and p_k on entry. Ends on a barrier.
-template <class G, class T>
-KNOT_HD void forward_knot(G& g, int nx, int nu, const T* Y, const T* A, const T* P, const T* L, const T* B,
-                          const T* x, T* uk, T* xn, T* lam) {
-  using linalg::Side, linalg::Trans, linalg::Uplo;
-  KNOT_RICCATI_CLOCK;
-  auto u = unsynced(g);
-  linalg::gemv<Trans::Yes>(u, nx, nu, T(1), Y, nx, x, T(1), uk);  // kt + Y'x
-  linalg::gemv<Trans::No>(u, nx, nx, T(1), A, nx, x, T(1), xn);   // c + A x
-  linalg::gemv<Trans::No>(u, nx, nx, T(1), P, nx, x, T(1), lam);
-  g.sync();
-  KNOT_RICCATI_LAP(8);
-  // u = -L^-T (kt + Y'x): alpha = -1 negates exactly, as negating afterwards would.
-  linalg::trsm<Side::Left, Uplo::Lower, Trans::Yes>(g, nu, 1, T(-1), L, nu, uk, nu);
-  KNOT_RICCATI_LAP(9);
-  linalg::gemv<Trans::No>(g, nx, nu, T(1), B, nx, uk, T(1), xn);  // + B u
-  KNOT_RICCATI_LAP(10);
-}
-
 // The rollout and the costates from the factorization in w, then the finiteness check of the step.
 template <class G, class T>
 KNOT_HD DeviceLqResult forward(G& g, const LqView<T>& d, const StepView<T>& s, const Work<T>& w) {
-  using linalg::Trans;
+  using linalg::Side, linalg::Trans, linalg::Uplo;
   const int nx = d.nx, nu = d.nu, N = d.N;
   auto u = unsynced(g);
   // Every accumulation starts from its constant term: x_0 = x_init, x_{k+1} = c_k, u_k = kt_k,
@@ -333,142 +298,25 @@ KNOT_HD DeviceLqResult forward(G& g, const LqView<T>& d, const StepView<T>& s, c
   copy(u, std::size_t(N) * nu, w.kt, s.u);
   copy(u, (std::size_t(N) + 1) * nx, w.p, s.lambda);
   g.sync();
-  for (int k = 0; k < N; ++k)
-    forward_knot(g, nx, nu, w.Y_k(k, nx, nu), d.A_k(k), w.P_k(k, nx), w.L_k(k, nu), d.B_k(k), s.x_k(k), s.u_k(k),
-                 s.x_k(k + 1), s.lambda_k(k));
+  for (int k = 0; k < N; ++k) {
+    KNOT_RICCATI_CLOCK;
+    const T* x = s.x_k(k);
+    T* uk = s.u_k(k);
+    T* xn = s.x_k(k + 1);
+    linalg::gemv<Trans::Yes>(u, nx, nu, T(1), w.Y_k(k, nx, nu), nx, x, T(1), uk);  // kt + Y'x
+    linalg::gemv<Trans::No>(u, nx, nx, T(1), d.A_k(k), nx, x, T(1), xn);           // c + A x
+    linalg::gemv<Trans::No>(u, nx, nx, T(1), w.P_k(k, nx), nx, x, T(1), s.lambda_k(k));
+    g.sync();
+    KNOT_RICCATI_LAP(8);
+    // u = -L^-T (kt + Y'x): alpha = -1 negates exactly, as negating afterwards would.
+    linalg::trsm<Side::Left, Uplo::Lower, Trans::Yes>(g, nu, 1, T(-1), w.L_k(k, nu), nu, uk, nu);
+    KNOT_RICCATI_LAP(9);
+    linalg::gemv<Trans::No>(g, nx, nu, T(1), d.B_k(k), nx, uk, T(1), xn);  // + B u
+    KNOT_RICCATI_LAP(10);
+  }
   linalg::gemv<Trans::No>(g, nx, nx, T(1), w.P_k(N, nx), nx, s.x_k(N), T(1), s.lambda_k(N));
   DeviceLqResult r;
   if (!step_finite(g, s, w)) r.status = DeviceLqStatus::NonFinite;
-  return r;
-}
-
-// The staged solve's buffer (riccati_solve's `stage`): one knot's operands, results and temporaries,
-// P and p twice (P_{k+1} is read while P_k is written). On a GPU it is shared memory. By itself it
-// measured no faster on an H200 (docs/BENCHMARKS.md, GPU: the step's time is its dependent chains
-// and barriers, not global loads); it is where the next knot's operands can be fetched while this
-// knot computes.
-template <class T>
-struct Stage {
-  T *A, *B, *c, *Q, *R, *S, *q, *r, *P[2], *p[2], *L, *Y, *kt, *T_, *W, *pc;
-
-  KNOT_HD static constexpr std::size_t size(int nx, int nu) {
-    const std::size_t x = std::size_t(nx), u = std::size_t(nu);
-    return 5 * x * x + 4 * x * u + 2 * u * u + 5 * x + 2 * u;
-  }
-  KNOT_HD static Stage carve(int nx, int nu, T* base) {
-    const std::size_t x = std::size_t(nx), u = std::size_t(nu);
-    Stage st;
-    T* at = base;
-    const auto take = [&at](std::size_t n) {
-      T* r = at;
-      at += n;
-      return r;
-    };
-    st.A = take(x * x);
-    st.B = take(x * u);
-    st.c = take(x);
-    st.Q = take(x * x);
-    st.R = take(u * u);
-    st.S = take(u * x);
-    st.q = take(x);
-    st.r = take(u);
-    st.P[0] = take(x * x);
-    st.P[1] = take(x * x);
-    st.p[0] = take(x);
-    st.p[1] = take(x);
-    st.L = take(u * u);
-    st.Y = take(x * u);
-    st.kt = take(u);
-    st.T_ = take(x * x);
-    st.W = take(x * u);
-    st.pc = take(x);
-    return st;
-  }
-};
-
-// riccati_solve through the stage: knot k's operands copied in, backward_step and forward_knot on the
-// copies, the results copied out. The same operations on the same values as the unstaged solve, so
-// the same bits; the scratch (P_k, L_k, Y_k, kt_k, p_k) is left as the unstaged solve leaves it.
-template <class G, class T>
-KNOT_HD DeviceLqResult solve_staged(G& g, const LqView<T>& d, const StepView<T>& s, const Work<T>& w, T* stage_base) {
-  using linalg::Trans;
-  const int nx = d.nx, nu = d.nu, N = d.N;
-  const std::size_t xx = std::size_t(nx) * nx, xu = std::size_t(nx) * nu, uu = std::size_t(nu) * nu;
-  const std::size_t x1 = std::size_t(nx), u1 = std::size_t(nu);
-  const Stage<T> st = Stage<T>::carve(nx, nu, stage_base);
-  KNOT_RICCATI_CLOCK;
-  auto u = unsynced(g);
-  copy(u, xx, d.Q_k(N), st.P[N & 1]);
-  copy(u, x1, d.q_k(N), st.p[N & 1]);
-  copy(u, xx, d.Q_k(N), w.P_k(N, nx));
-  copy(u, x1, d.q_k(N), w.p_k(N, nx));
-  g.sync();
-  DeviceLqResult r;
-  for (int k = N - 1; k >= 0; --k) {
-    copy(u, xx, d.A_k(k), st.A);
-    copy(u, xu, d.B_k(k), st.B);
-    copy(u, x1, d.c_k(k), st.c);
-    copy(u, xx, d.Q_k(k), st.Q);
-    copy(u, uu, d.R_k(k), st.R);
-    copy(u, xu, d.S_k(k), st.S);
-    copy(u, x1, d.q_k(k), st.q);
-    copy(u, u1, d.r_k(k), st.r);
-    g.sync();
-    KNOT_RICCATI_LAP(0);
-    const int now = k & 1, next = (k + 1) & 1;
-    const KnotOps<T> o{st.A, st.B, st.c, st.Q, st.R, st.S, st.q, st.r, st.P[next], st.p[next],
-                       st.P[now], st.p[now], st.L, st.Y, st.kt, st.T_, st.W, st.pc};
-    if (backward_step(g, nx, nu, o) != 0) {
-      r.failed_stage = k;
-      break;
-    }
-    KNOT_RICCATI_LAP(15);  // backward_step's own laps count it
-    // Out while the next knot's operands come in: those go to other buffers, and backward_step
-    // writes these again only after the next barrier.
-    copy(u, xx, st.P[now], w.P_k(k, nx));
-    copy(u, x1, st.p[now], w.p_k(k, nx));
-    copy(u, uu, st.L, w.L_k(k, nu));
-    copy(u, xu, st.Y, w.Y_k(k, nx, nu));
-    copy(u, u1, st.kt, w.kt_k(k, nu));
-    KNOT_RICCATI_LAP(6);
-  }
-  if (r.failed_stage >= 0) {
-    r.status = data_finite(g, d, w) ? DeviceLqStatus::NotPositiveDefinite : DeviceLqStatus::NonFinite;
-    return r;
-  }
-  g.sync();  // the copies out above are what the rollout reads back
-
-  // Rollout: x_k in st.p[k & 1]; u_k, lambda_k built in st.kt and st.q; P_k in st.Q.
-  copy(u, x1, d.x_init, st.p[0]);
-  copy(u, x1, d.x_init, s.x);
-  for (int k = 0; k < N; ++k) {
-    T* xn = st.p[(k + 1) & 1];
-    copy(u, xu, w.Y_k(k, nx, nu), st.Y);
-    copy(u, xx, d.A_k(k), st.A);
-    copy(u, xx, w.P_k(k, nx), st.Q);
-    copy(u, uu, w.L_k(k, nu), st.L);
-    copy(u, xu, d.B_k(k), st.B);
-    copy(u, u1, w.kt_k(k, nu), st.kt);
-    copy(u, x1, d.c_k(k), xn);
-    copy(u, x1, w.p_k(k, nx), st.q);
-    g.sync();
-    KNOT_RICCATI_LAP(7);
-    forward_knot(g, nx, nu, st.Y, st.A, st.Q, st.L, st.B, st.p[k & 1], st.kt, xn, st.q);
-    KNOT_RICCATI_LAP(15);
-    copy(u, u1, st.kt, s.u_k(k));
-    copy(u, x1, st.q, s.lambda_k(k));
-    copy(u, x1, xn, s.x_k(k + 1));
-    g.sync();  // st.kt and st.q are the next knot's
-    KNOT_RICCATI_LAP(11);
-  }
-  copy(u, xx, w.P_k(N, nx), st.Q);
-  copy(u, x1, w.p_k(N, nx), st.q);
-  g.sync();
-  linalg::gemv<Trans::No>(g, nx, nx, T(1), st.Q, nx, st.p[N & 1], T(1), st.q);
-  copy(u, x1, st.q, s.lambda_k(N));
-  g.sync();
-  if (!step_finite(g, s, w)) r.status = DeviceLqStatus::NonFinite;
-  KNOT_RICCATI_LAP(12);
   return r;
 }
 
@@ -480,31 +328,13 @@ KNOT_HD constexpr std::size_t riccati_scratch_size(int nx, int nu, int N) {
   return riccati_detail::Work<T>::size(nx, nu, N);
 }
 
-// Scalars of riccati_solve's optional stage (one knot's operands: about 5 nx^2).
-template <class T>
-KNOT_HD constexpr std::size_t riccati_stage_size(int nx, int nu) {
-  return riccati_detail::Stage<T>::size(nx, nu);
-}
-
 // Factors and solves the LQ of `lq` into `out` (x, u, lambda). Every member calls it with the same
 // arguments; ends on a barrier. Returns Solved, NotPositiveDefinite (failed_stage = the stage k), or
-// NonFinite. Allocates nothing; scratch holds riccati_scratch_size<T>(nx, nu, N) scalars. With a
-// `stage` of riccati_stage_size<T>(nx, nu) scalars (shared memory on a GPU), each knot works on copies
-// there: the same bits, the scratch left alike, fewer slow loads.
+// NonFinite. Allocates nothing; scratch holds riccati_scratch_size<T>(nx, nu, N) scalars.
 template <class G, class T>
-KNOT_HD_NOINLINE DeviceLqResult riccati_solve(G& g, const LqView<T>& lq, const StepView<T>& out, T* scratch,
-                                              T* stage = nullptr) {
+KNOT_HD_NOINLINE DeviceLqResult riccati_solve(G& g, const LqView<T>& lq, const StepView<T>& out, T* scratch) {
   const int nx = lq.nx, N = lq.N;
   const auto w = riccati_detail::Work<T>::carve(nx, lq.nu, N, scratch);
-  if (stage != nullptr) {
-    const DeviceLqResult r = riccati_detail::solve_staged(g, lq, out, w, stage);
-    if (g.rank() == 0) {
-      w.state[0] = T(static_cast<int>(r.status));
-      w.state[1] = T(r.failed_stage);
-    }
-    g.sync();
-    return r;
-  }
   {
     auto u = riccati_detail::unsynced(g);
     riccati_detail::copy(u, std::size_t(nx) * nx, lq.Q_k(N), w.P_k(N, nx));
@@ -513,7 +343,7 @@ KNOT_HD_NOINLINE DeviceLqResult riccati_solve(G& g, const LqView<T>& lq, const S
   g.sync();
   DeviceLqResult r;
   for (int k = N - 1; k >= 0; --k) {
-    if (riccati_detail::backward_step(g, nx, lq.nu, riccati_detail::knot_ops(lq, w, k)) != 0) {
+    if (riccati_detail::backward_step(g, lq, w, k) != 0) {
       r.failed_stage = k;
       break;
     }

@@ -113,7 +113,7 @@ struct DeviceResult {
   double value[3] = {0, 0, 0};
   // Builds with KNOT_DEVICE_PROFILE, on a GPU: rank 0's clock cycles in each DevicePhase over the
   // whole solve (how a block's time splits; knot_bench_gpu_sqp prints them), then (problem 0 only)
-  // those of the staged Riccati step's parts. Zero otherwise.
+  // those of the Riccati step's parts. Zero otherwise.
   long long phase_cycles[24] = {};
 };
 
@@ -281,12 +281,10 @@ KNOT_HD T l1(int n, const T* v) {
 // The solve. Every member calls it with the same arguments. The iterate (a.x, a.u) holds the
 // starting point on entry (a cold start: the multipliers, slacks and duals are initialized at the
 // first linearization); on return it holds the final iterate, with lambda, z, s, y unscaled. Rank 0
-// writes *result and rows[0 .. result->rows) (capacity max_iter + 1). riccati_stage: riccati_solve's
-// stage (riccati_stage_size scalars; the CUDA kernel passes shared memory), or null. Ends on a barrier.
+// writes *result and rows[0 .. result->rows) (capacity max_iter + 1). Ends on a barrier.
 template <class G, class T>
 KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, const double* slice,
-                       const DeviceOptions& o, const SqpArrays<T>& a, DeviceResult* result, IterationStats* rows,
-                       T* riccati_stage = nullptr) {
+                       const DeviceOptions& o, const SqpArrays<T>& a, DeviceResult* result, IterationStats* rows) {
   using detail::abs_;
   using detail::max_;
   using detail::min_;
@@ -435,7 +433,7 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
     bool stalled_below_error = false;
     for (;;) {
       SchurStats ss;
-      const DeviceLqResult lr = o.linsys == 0 ? riccati_solve(g, a.lq, a.step, a.lq_scratch, riccati_stage)
+      const DeviceLqResult lr = o.linsys == 0 ? riccati_solve(g, a.lq, a.step, a.lq_scratch)
                                               : schur_solve(g, a.lq, a.step, a.lq_scratch, o.schur, lq_tol, ss);
       ++res.lq_solves;
       if (o.linsys != 0) {
