@@ -177,7 +177,7 @@ inline void with_fixed(int r, Fn&& fn) {
   }(std::make_integer_sequence<int, Max>{});
 }
 
-// gemm_tile_columns at a run-time row count m: the last m % 8 rows by the tile of that height.
+// gemm_tile_columns at a run-time row count m: the last m % MR rows by the tile of that height.
 // Flattened: GCC would otherwise leave some tiles' tile_accumulate as a call, with the accumulators
 // in memory (a third of the time at m = 22).
 template <int NC, Trans TB, TileShape S, int MR = 8>
