@@ -5,6 +5,7 @@
 #include "knot/linalg/cholesky.hpp"
 #include "knot/linalg/cuda/group.cuh"
 #include "launch.cuh"
+#include "register_factor.cuh"
 
 namespace knot::linalg::cuda {
 
@@ -106,9 +107,54 @@ CholKernel<T, UL, OP> kernel_for(int n, bool fixed) {
   return cholesky_kernel<T, kDynamic, UL, OP>;
 }
 
+// The register kernels (register_factor.cuh) serve the default tile for 1 <= n <= 32;
+// Launch::fixed_block_size = false keeps the cooperative run-time-size kernel (for comparisons).
+bool cholesky_register_path(int n, int tile, const Launch& launch) {
+  return tile == 0 && launch.fixed_block_size && detail::register_order(n) > 0;
+}
+
+// The size of a register launch; the shared memory of the solves (the larger), or of a factor only.
+template <class T>
+Status cholesky_register_size(int batch, int n, const Launch& launch, bool solves, LaunchSize* size) {
+  const int np = detail::register_order(n);
+  const int threads = launch.threads ? launch.threads : 64;  // batched.hpp says why 64
+  const int per_block = threads / np;
+  const std::size_t per_tile = static_cast<std::size_t>(2 * np + (solves ? np * np : 0));
+  KNOT_STATUS_TRY(detail::plan_scratch(threads, (batch + per_block - 1) / per_block, sizeof(T) * per_tile * per_block, size));
+  size->workspace_bytes = 0;
+  return {};
+}
+
+template <class T, int NP, Uplo UL, CholOp OP>
+Status cholesky_register_launch_np(const char* what, const LaunchSize& size, const Launch& launch, int batch, int n,
+                                   T* A, T* b, int* info) {
+  constexpr auto kOp = static_cast<detail::RegCholOp>(static_cast<int>(OP));
+  static_assert(static_cast<int>(CholOp::Posv) == static_cast<int>(detail::RegCholOp::Posv));
+  static_assert(detail::kRegisterCholeskyShared<NP, OP != CholOp::Factor> ==
+                2 * NP + (OP != CholOp::Factor ? NP * NP : 0));
+  return detail::launch_kernel(detail::cholesky_register_kernel<T, NP, UL, kOp>, size.grid, size.threads,
+                               size.shared_bytes, launch.stream, what, batch, n, A, b, info);
+}
+
+template <class T, Uplo UL, CholOp OP>
+Status cholesky_register_launch(const char* what, int batch, int n, T* A, T* b, int* info, const Launch& launch) {
+  LaunchSize size;
+  KNOT_STATUS_TRY(cholesky_register_size<T>(batch, n, launch, OP != CholOp::Factor, &size));
+  if (!size.fits_shared) return detail::invalid("cholesky_batched: Launch::threads too large for the register kernel");
+  switch (detail::register_order(n)) {
+    case 8: return cholesky_register_launch_np<T, 8, UL, OP>(what, size, launch, batch, n, A, b, info);
+    case 16: return cholesky_register_launch_np<T, 16, UL, OP>(what, size, launch, batch, n, A, b, info);
+    default: return cholesky_register_launch_np<T, 32, UL, OP>(what, size, launch, batch, n, A, b, info);
+  }
+}
+
 template <class T, CholOp OP>
 Status cholesky_launch(const char* what, int batch, int n, T* A, Uplo uplo, T* b, int* info, int tile,
                        const Launch& launch) {
+  if (cholesky_register_path(n, tile, launch)) {
+    if (uplo == Uplo::Lower) return cholesky_register_launch<T, Uplo::Lower, OP>(what, batch, n, A, b, info, launch);
+    return cholesky_register_launch<T, Uplo::Upper, OP>(what, batch, n, A, b, info, launch);
+  }
   LaunchSize size;
   KNOT_STATUS_TRY(cholesky_batched_size<T>(batch, n, tile, launch, &size));
   const bool staged = size.fits_shared && n > 0;
@@ -129,6 +175,7 @@ Status cholesky_batched_size(int batch, int n, int tile, const Launch& launch, L
   int width = 0, threads = 0;
   KNOT_STATUS_TRY(check_args(batch, n, tile, Uplo::Lower, launch, &width, &threads));
   if (size == nullptr) return detail::invalid("cholesky_batched_size: null LaunchSize");
+  if (cholesky_register_path(n, tile, launch)) return cholesky_register_size<T>(batch, n, launch, true, size);
   const int per_block = threads / width;
   const int grid = (batch + per_block - 1) / per_block;
   const std::size_t nn = static_cast<std::size_t>(n);

@@ -6,6 +6,7 @@
 #include "knot/linalg/coop_lu.hpp"
 #include "knot/linalg/cuda/group.cuh"
 #include "launch.cuh"
+#include "register_factor.cuh"
 
 namespace knot::linalg::cuda {
 
@@ -173,9 +174,53 @@ LuKernel<T, OP> lu_kernel_for(const LuPlan& plan, bool fixed) {
   return lu_kernel<T, kDynamic, kDynamic, OP>;
 }
 
+// The register kernels (register_factor.cuh) serve the default rows_per_thread for 1 <= n <= 32;
+// Launch::fixed_block_size = false keeps the cooperative run-time-size kernel (for comparisons).
+bool lu_register_path(int n, int rows_per_thread, const Launch& launch) {
+  return rows_per_thread == 0 && launch.fixed_block_size && detail::register_order(n) > 0;
+}
+
+template <class T>
+Status lu_register_size(int batch, int n, const Launch& launch, LaunchSize* size) {
+  const int np = detail::register_order(n);
+  const int threads = launch.threads ? launch.threads : 64;  // batched.hpp says why 64
+  const int per_block = threads / np;
+  const std::size_t shared = sizeof(T) * static_cast<std::size_t>(2 * (np + 2) + np) * per_block;
+  KNOT_STATUS_TRY(detail::plan_scratch(threads, (batch + per_block - 1) / per_block, shared, size));
+  size->workspace_bytes = 0;  // shared memory only: a few words per system
+  return {};
+}
+
+template <class T, int NP, LuOp OP>
+Status lu_register_launch_np(const char* what, const LaunchSize& size, const Launch& launch, int batch, int n, T* A,
+                             int* piv, const T* b, T* x, int* info) {
+  constexpr auto kOp = static_cast<detail::RegLuOp>(static_cast<int>(OP));
+  static_assert(static_cast<int>(LuOp::Substitute) == static_cast<int>(detail::RegLuOp::Substitute));
+  static_assert(detail::kRegisterLuShared<NP> == 2 * (NP + 2) + NP);
+  return detail::launch_kernel(detail::lu_register_kernel<T, NP, kOp>, size.grid, size.threads, size.shared_bytes,
+                               launch.stream, what, batch, n, A, piv, b, x, info);
+}
+
+template <class T, LuOp OP>
+Status lu_register_launch(const char* what, int batch, int n, T* A, int* piv, const T* b, T* x, int* info,
+                          const Launch& launch) {
+  // The kernels assume coop_lu's default pivoting (batched.hpp promises it).
+  static_assert(lu_config(1).relative_pivot_threshold == 1.0 && lu_config(1).singular_floor < 0);
+  LaunchSize size;
+  KNOT_STATUS_TRY(lu_register_size<T>(batch, n, launch, &size));
+  if (!size.fits_shared) return detail::invalid("lu_batched: Launch::threads too large for the register kernel");
+  switch (detail::register_order(n)) {
+    case 8: return lu_register_launch_np<T, 8, OP>(what, size, launch, batch, n, A, piv, b, x, info);
+    case 16: return lu_register_launch_np<T, 16, OP>(what, size, launch, batch, n, A, piv, b, x, info);
+    default: return lu_register_launch_np<T, 32, OP>(what, size, launch, batch, n, A, piv, b, x, info);
+  }
+}
+
 template <class T, LuOp OP>
 Status lu_launch(const char* what, int batch, int n, T* A, int* piv, const T* b, T* x, int* info, int rows_per_thread,
                  const Launch& launch) {
+  if (lu_register_path(n, rows_per_thread, launch))
+    return lu_register_launch<T, OP>(what, batch, n, A, piv, b, x, info, launch);
   LuPlan plan;
   LaunchSize size;
   KNOT_STATUS_TRY(lu_plan<T>(batch, n, rows_per_thread, launch, &plan, &size));
@@ -202,6 +247,7 @@ template <class T>
 Status lu_batched_size(int batch, int n, int rows_per_thread, const Launch& launch, LaunchSize* size) {
   KNOT_STATUS_TRY(lu_args(batch, n, rows_per_thread, launch));
   if (size == nullptr) return detail::invalid("lu_batched_size: null LaunchSize");
+  if (lu_register_path(n, rows_per_thread, launch)) return lu_register_size<T>(batch, n, launch, size);
   LuPlan plan;
   return lu_plan<T>(batch, n, rows_per_thread, launch, &plan, size);
 }

@@ -2,6 +2,8 @@
 // the CPU serial result of the same primitive (coop_lu.hpp, cholesky.hpp).
 //
 // Outputs are poisoned with NaN (pivots and statuses with -1) first, so an unwritten element shows.
+// For 1 <= n <= 32 the default launch runs the register kernels (register_factor.cuh); they are
+// compared with the cooperative kernels for every n in that range.
 // Results must be bitwise identical across thread counts, rows_per_thread and tile widths (the group
 // contract), agree with the CPU serial result to rounding (not bitwise: nvcc contracts a*b + c into
 // fused multiply-adds, the host build does not) and with Eigen to a scale-aware tolerance, and have
@@ -426,8 +428,10 @@ TEST_F(GpuFactor, CholeskyPosvMatchesSerialAndEigenBitwiseAcrossTilesAndThreads)
       const std::string u = uplo == Uplo::Lower ? " lower" : " upper";
       for (bool fixed : {true, false}) {
         CholOut first;
+        // Tile 0 with fixed kernels is the register kernel (n <= 32): RegisterCholesky... below.
         for (int tile : {0, 1, 4, 32})
           for (int t : {32, 128}) {
+            if (fixed && tile == 0) continue;
             const CholOut r = run_chol_gpu(d, in, uplo, tile, threads(t, fixed));
             const std::string where =
                 "n=" + std::to_string(n) + u + " tile=" + std::to_string(tile) + " t=" + std::to_string(t);
@@ -524,5 +528,166 @@ TEST_F(GpuFactor, CholeskyFloatSolvesToSinglePrecision) {
     Vec xp(n);
     for (int i = 0; i < n; ++i) xp(i) = x[p * n + i];
     EXPECT_LT(rel_err(xp, d.a[p].llt().solve(d.b[p])), 1e-3) << "p=" << p;
+  }
+}
+
+// ---- register kernels (n <= 32, the default launch) ---------------------------------------------
+
+namespace {
+
+// The largest difference of two arrays relative to the largest |b_i|; NaN must sit in both or neither.
+template <class T>
+double max_rel_diff(const std::vector<T>& a, const std::vector<T>& b) {
+  double worst = 0, scale = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!std::isnan(a[i]) || !std::isnan(b[i])) scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(a[i]) && std::isnan(b[i])) continue;
+    if (std::isnan(a[i]) || std::isnan(b[i])) return std::numeric_limits<double>::infinity();
+    worst = std::max(worst, std::abs(static_cast<double>(a[i]) - static_cast<double>(b[i])) / std::max(scale, 1e-300));
+  }
+  return worst;
+}
+
+}  // namespace
+
+TEST_F(GpuFactor, RegisterLuMatchesTheCooperativeKernelForEveryOrderUpTo32) {
+  Rng rng(221);
+  const int batch = 37;  // partial tiles and blocks
+  int bitwise = 0;
+  for (int n = 1; n <= 32; ++n) {
+    DenseBatch d = general_batch(rng, batch, n);
+    if (n >= 3) {
+      d.a[4].col(1).setZero();                  // singular at step 2
+      d.a[7](n - 1, 0) = std::numeric_limits<double>::quiet_NaN();
+    }
+    const std::string at = "n=" + std::to_string(n);
+    const LuOut coop = run_lu_gpu(d, 0, threads(64, /*fixed=*/false));
+    LuOut first;
+    for (int t : {32, 96, 256}) {
+      const LuOut r = run_lu_gpu(d, 0, threads(t, true));
+      const std::string where = at + " t=" + std::to_string(t);
+      if (first.x.empty()) {
+        first = r;
+        // Pivots and verdicts are decisions: exactly the cooperative kernel's; the numbers to rounding.
+        ASSERT_EQ(r.info, coop.info) << where;
+        EXPECT_EQ(r.piv, coop.piv) << where;
+        EXPECT_LT(max_rel_diff(r.a, coop.a), 1e-12) << where;
+        for (int p = 0; p < batch; ++p) {
+          if (r.info[p] != 0 || p % 3 == 2) continue;
+          const Vec x = column(slice(r.x, p, n));
+          EXPECT_LE(backward_error(d.a[p], x, d.b[p]), 1e-12) << where << " p=" << p;
+          EXPECT_LT(rel_err(x, column(slice(coop.x, p, n))), 1e-9) << where << " p=" << p;
+          if (p % 3 == 0) {
+            EXPECT_LT(rel_err(x, d.a[p].partialPivLu().solve(d.b[p])), 1e-10) << where;
+          }
+        }
+        if (n >= 3) {
+          EXPECT_EQ(r.info[4], 2) << where;
+          EXPECT_NE(r.info[7], 0) << where;
+        }
+        bitwise += bitwise_equal(r.a, coop.a) && bitwise_equal(r.x, coop.x);
+      }
+      EXPECT_TRUE(bitwise_equal(r.a, first.a)) << where;
+      EXPECT_TRUE(bitwise_equal(r.x, first.x)) << where;
+      EXPECT_EQ(r.piv, first.piv) << where;
+      EXPECT_EQ(r.info, first.info) << where;
+    }
+  }
+  std::printf("[ register LU ] bitwise the cooperative kernel's factors and x for %d of 32 orders\n", bitwise);
+  // The same operations in the same order, the updates as explicit fused multiply-adds: the same
+  // bits as the cooperative kernel (measured on an H200), so batched.hpp's promise holds for both.
+  EXPECT_EQ(bitwise, 32);
+}
+
+TEST_F(GpuFactor, RegisterCholeskyMatchesTheCooperativeKernelForEveryOrderUpTo32) {
+  Rng rng(222);
+  const int batch = 37;
+  int bitwise = 0;
+  for (int n = 1; n <= 32; ++n)
+    for (Uplo uplo : {Uplo::Lower, Uplo::Upper}) {
+      DenseBatch d = spd_batch(rng, batch, n);
+      const int k = n / 2 + 1;  // system 5 fails at the leading minor of order k (see the planted test)
+      if (n >= 2) {
+        Mat& m = d.a[5];
+        m.row(k - 1) = m.row(0);
+        m.col(k - 1) = m.col(0);
+        m(k - 1, k - 1) -= 1.0;
+      }
+      const auto in = triangle_only(d, uplo);
+      const std::string at = "n=" + std::to_string(n) + (uplo == Uplo::Lower ? " lower" : " upper");
+      const CholOut coop = run_chol_gpu(d, in, uplo, 0, threads(128, /*fixed=*/false));
+      CholOut first;
+      for (int t : {32, 96, 256})
+        for (CholCall call : {CholCall::Posv, CholCall::FactorThenSolve}) {
+          const CholOut r = run_chol_gpu(d, in, uplo, 0, threads(t, true), call);
+          const std::string where = at + " t=" + std::to_string(t);
+          if (first.b.empty()) {
+            first = r;
+            ASSERT_EQ(r.info, coop.info) << where;
+            if (n >= 2) {
+              EXPECT_EQ(r.info[5], k) << where;
+            }
+            EXPECT_LT(max_rel_diff(r.a, coop.a), 1e-13) << where;
+            const long nn = static_cast<long>(n) * n;
+            for (int p = 0; p < batch; ++p) {
+              // The other triangle stays NaN; a failed system's columns from k - 1 on, and its b,
+              // are as they came in.
+              const std::vector<double> got = slice(r.a, p, nn), was = slice(in, p, nn);
+              for (int j = 0; j < n; ++j)
+                for (int i = 0; i < n; ++i) {
+                  const bool other = uplo == Uplo::Lower ? i < j : i > j;
+                  const int col = uplo == Uplo::Lower ? j : i;  // the column of L
+                  if (other) {
+                    EXPECT_TRUE(std::isnan(got[i + j * n])) << where;
+                  } else if (r.info[p] != 0 && col >= r.info[p] - 1) {
+                    EXPECT_EQ(got[i + j * n], was[i + j * n]) << where << " p=" << p;
+                  }
+                }
+              const Vec x = column(slice(r.b, p, n));
+              if (r.info[p] != 0) {
+                EXPECT_TRUE(bitwise_equal(to_vec(x), to_vec(d.b[p]))) << where << " p=" << p;
+                continue;
+              }
+              EXPECT_LE(backward_error(d.a[p], x, d.b[p]), 1e-12) << where << " p=" << p;
+              EXPECT_LT(rel_err(x, column(slice(coop.b, p, n))), 1e-10) << where << " p=" << p;
+              EXPECT_LT(rel_err(x, d.a[p].llt().solve(d.b[p])), 1e-9) << where << " p=" << p;
+            }
+            bitwise += bitwise_equal(r.a, coop.a) && bitwise_equal(r.b, coop.b);
+          }
+          EXPECT_TRUE(bitwise_equal(r.a, first.a)) << where;
+          EXPECT_EQ(r.info, first.info) << where;
+          // A failed system's solve after factor-then-solve runs on a partial factor: unspecified.
+          for (int p = 0; p < batch; ++p)
+            if (first.info[p] == 0) {
+              EXPECT_TRUE(bitwise_equal(slice(r.b, p, n), slice(first.b, p, n))) << where << " p=" << p;
+            }
+        }
+    }
+  std::printf("[ register Cholesky ] bitwise the cooperative kernel's for %d of 64 cases\n", bitwise);
+  EXPECT_EQ(bitwise, 64);
+}
+
+TEST_F(GpuFactor, RegisterCholeskyInFloat) {
+  Rng rng(223);
+  for (int n : {3, 8, 13, 32}) {
+    const int batch = 9;
+    const DenseBatch d = spd_batch(rng, batch, n);
+    std::vector<float> a, b;
+    for (int p = 0; p < batch; ++p) {
+      for (double v : to_vec(d.a[p])) a.push_back(static_cast<float>(v));
+      for (double v : to_vec(d.b[p])) b.push_back(static_cast<float>(v));
+    }
+    DeviceArray<float> da(a), db(b);
+    DeviceArray<int> di(batch, -1);
+    require(kc::cholesky_posv_batched<float>(batch, n, da.get(), Uplo::Upper, db.get(), di.get(), 0, threads(64)));
+    const std::vector<float> x = db.download();
+    const std::vector<int> info = di.download();
+    for (int p = 0; p < batch; ++p) {
+      EXPECT_EQ(info[p], 0);
+      Vec xp(n);
+      for (int i = 0; i < n; ++i) xp(i) = x[p * n + i];
+      EXPECT_LT(rel_err(xp, d.a[p].llt().solve(d.b[p])), 1e-3) << "n=" << n << " p=" << p;
+    }
   }
 }

@@ -19,6 +19,9 @@
 // --rows and --tiles also time Knot's LU with other rows_per_thread and Cholesky with other tile
 // widths (0: the launcher's default), for tuning.
 //
+// Each n also times a device-to-device copy of the matrices ("copy A"): the bytes an in-place
+// factorization must read and write, the floor no batched factorization goes below.
+//
 // Exit status 0 on success, 1 on any CUDA, cuBLAS, cuSOLVER or launcher error, or a wrong result
 // (printed), 2 on bad arguments.
 #include <cublas_v2.h>
@@ -291,6 +294,15 @@ void bench_lu(const Args& a, int n, cublasHandle_t blas) {
   const double ref_err = max_backward_error(A, b, x.download(), batch, n);
   const std::string ref_note = failures(info.download(), "cuBLAS");
   const double ref_factor_ms = time_ms(a.reps, reset, getrf);
+
+  // The memory floor of an in-place factorization: reading and writing the matrices once.
+  const double copy_ms = time_ms(a.reps, [] {}, [&] {
+    check(cudaMemcpyAsync(work.ptr, pristine.ptr, nn * batch * sizeof(double), cudaMemcpyDeviceToDevice), "copy");
+  });
+  char copy_note[96];
+  std::snprintf(copy_note, sizeof copy_note, "read + write of A (cudaMemcpyAsync), %.2f TB/s",
+                2.0 * static_cast<double>(nn * batch * sizeof(double)) / (copy_ms * 1e9));
+  row("copy A (memory floor)", n, batch, copy_ms, 0, -1, -1, copy_note);
 
   for (int rows : a.rows) {
     const std::string tag = rows ? " r=" + std::to_string(rows) : std::string();

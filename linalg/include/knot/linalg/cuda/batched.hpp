@@ -136,14 +136,19 @@ Status potrf_batched(int batch, int n, T* A, int lda, int* info, int tile = 0, c
 //   b, x  batch vectors of n, problem p at p*n; b may equal x.
 //   info  optional, batch ints: 0, or 1 + the first singular step; that problem's x is then
 //         unspecified (it may hold inf or NaN) and nothing leaks into the other problems.
-// rows_per_thread: 0 = the default (ceil(n / 8) up to n = 16, else ceil(n / 16)); at least
-// ceil(n / 32). Results are bitwise the same for every rows_per_thread and thread count. In double,
-// n = 8, 16 and 32 with the default rows_per_thread run kernels compiled for that n
-// (Launch::fixed_block_size = false forces the run-time-size kernel; the two agree to rounding).
-// Scratch: coop_lu_workspace_size(n, rows_per_thread) elements of T per system, in shared memory or
-// in Launch::workspace (LaunchSize::workspace_bytes: batch systems). The matrix, right-hand side and
-// pivots are staged in shared memory when the block's systems fit there, else used in place; the
-// results are the same bits.
+// rows_per_thread: 0 = the default; at least ceil(n / 32). With the default and 1 <= n <= 32 the
+// register kernel runs (register_factor.cuh: one system per 8-, 16- or 32-lane tile, lane v holding
+// row v in registers throughout; default 64 threads, the fastest of 64, 128, 256 on an H200); it
+// needs no workspace (LaunchSize::workspace_bytes 0), and Launch::fixed_block_size = false skips it.
+// Otherwise the cooperative kernel runs, ceil(n / 8) rows per thread up to n = 16 and ceil(n / 16)
+// above by default (in double, n = 8, 16 and 32 run kernels compiled for that n unless
+// fixed_block_size is false; the two agree to rounding); its scratch is
+// coop_lu_workspace_size(n, rows_per_thread) elements of T per system, in shared memory or in
+// Launch::workspace (LaunchSize::workspace_bytes: batch systems), and the matrix, right-hand side
+// and pivots are staged in shared memory when the block's systems fit there, else used in place.
+// Results are bitwise the same for every kernel, rows_per_thread, thread count and staging
+// (tests/cuda/test_gpu_factor.cpp compares the register kernel with the cooperative one for every
+// n <= 32).
 template <class T>
 Status lu_batched_size(int batch, int n, int rows_per_thread, const Launch& launch, LaunchSize* size);
 // P A = L U in place; pivots to piv.
@@ -165,12 +170,16 @@ Status lu_substitute_batched(int batch, int n, const T* A, const int* piv, const
 // triangle. b: batch vectors of n, problem p at p*n, overwritten by x (one right-hand side).
 // info (optional, batch ints): 0, or the order k of the smallest leading minor that is not positive
 // definite; columns from k - 1 on are then left as they came in, and posv leaves that b unchanged.
-// tile = 0: the default lanes per system (a power of two about n / 2, at most 32); tile = W in
-// {1,2,4,8,16,32}: one system per W-lane tile, threads / W systems per block (threads a multiple of
-// 32, default 128). Results are bitwise the same for every tile and thread count. In double, n = 8,
-// 16 and 32 run kernels compiled for that n (see Launch::fixed_block_size). A block's systems are
-// staged in shared memory when they fit, else used in place; no scratch (Launch::workspace is
-// ignored, LaunchSize::workspace_bytes is 0).
+// tile = 0 and 1 <= n <= 32: the register kernel (register_factor.cuh: one system per 8-, 16- or
+// 32-lane tile, lane v holding row v of L in registers; posv runs the forward sweep inside the
+// factorization; default 64 threads, the fastest of 64, 128, 256 on an H200; Launch::
+// fixed_block_size = false skips it). Otherwise the cooperative kernel: tile = 0, a power of two
+// about n / 2 lanes per system (at most 32); tile = W in {1,2,4,8,16,32}: one system per W-lane
+// tile; threads / W systems per block (threads a multiple of 32, default 128); in double, n = 8, 16
+// and 32 run kernels compiled for that n (see Launch::fixed_block_size); a block's systems are
+// staged in shared memory when they fit, else used in place. Results are bitwise the same for every
+// kernel, tile and thread count. No scratch (Launch::workspace is ignored,
+// LaunchSize::workspace_bytes is 0).
 template <class T>
 Status cholesky_batched_size(int batch, int n, int tile, const Launch& launch, LaunchSize* size);
 template <class T>
