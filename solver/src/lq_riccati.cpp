@@ -394,26 +394,40 @@ int chol_panel(int j0, int jb, double* H, int ld, const double* h0, int ld0, con
     }
     if (KNv > 0) tile_accumulate<4 * NV, NC, Trans::Yes>(acc, 0, KNv, Nm + i0, ldn, Nm + j0, ldn);
     tile_accumulate<4 * NV, NC, Trans::Yes, true>(acc, jb, j0, H + i0, ld, H + j0, ld);
-    KNOT_UNROLL for (int c = 0; c < NC; ++c) {
-      KNOT_UNROLL for (int c2 = 0; c2 < NC; ++c2) {
-        if (c2 < c) {
-          KNOT_UNROLL for (int v = 0; v < NV; ++v) acc[v][c] -= acc[v][c2] * dl[c][c2];
+    if constexpr (Diag) {
+      // The NC x NC diagonal block by LDL' steps on its unscaled columns u_c: u_c -= u_c2 (u_c2[c] /
+      // d_c2), d_c = u_c[c]. Only one division per column stays on the chain from column to column;
+      // the square roots and their reciprocals (L(:, c) = u_c / sqrt(d_c)) come after, all at once.
+      double id[NC];
+      KNOT_UNROLL for (int c = 0; c < NC; ++c) {
+        KNOT_UNROLL for (int c2 = 0; c2 < NC; ++c2) {
+          if (c2 < c) acc[0][c] -= acc[0][c2] * (acc[0][c2][c] * id[c2]);
         }
-      }
-      if constexpr (Diag) {
         const double d = acc[0][c][c];
         if (!linalg::detail::positive_finite(d)) return j0 + c + 1;
-        dl[c][c] = std::sqrt(d);
+        id[c] = 1.0 / d;
+      }
+      KNOT_UNROLL for (int c = 0; c < NC; ++c) {
+        dl[c][c] = std::sqrt(acc[0][c][c]);
         inv[c] = 1.0 / dl[c][c];
       }
-      KNOT_UNROLL for (int v = 0; v < NV; ++v) acc[v][c] *= inv[c];
-      if constexpr (Diag) {
+      KNOT_UNROLL for (int c = 0; c < NC; ++c) {
+        acc[0][c] *= inv[c];
         KNOT_UNROLL for (int r = 0; r < NC; ++r) {
           if (r > c) dl[r][c] = acc[0][c][r];
           if (r < c) acc[0][c][r] = 0.0;  // keeps the strict upper triangle zero
         }
         acc[0][c][c] = dl[c][c];
       }
+    }
+    // The rows below the diagonal block: L(i, c) = (g_ic - sum_c2 L(i, c2) L(c, c2)) / L(c, c).
+    KNOT_UNROLL for (int c = 0; c < NC; ++c) {
+      KNOT_UNROLL for (int c2 = 0; c2 < NC; ++c2) {
+        if (c2 < c) {
+          KNOT_UNROLL for (int v = Diag ? 1 : 0; v < NV; ++v) acc[v][c] -= acc[v][c2] * dl[c][c2];
+        }
+      }
+      KNOT_UNROLL for (int v = Diag ? 1 : 0; v < NV; ++v) acc[v][c] *= inv[c];
     }
     KNOT_UNROLL for (int c = 0; c < NC; ++c) {
       KNOT_UNROLL for (int v = 0; v < NV; ++v) tile_store_all(H + i0 + 4 * v + (j0 + c) * ld, acc[v][c]);
