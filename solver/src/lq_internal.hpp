@@ -61,6 +61,8 @@ class LqBackend {
   // x and u only (LqSolver::solve_primal); by default a full solve.
   virtual LqStatus solve_primal(const LqData& data, LqSolution& sol, LqStats& stats) { return solve(data, sol, stats); }
   virtual std::size_t bytes() const = 0;  // its workspace and the object itself
+  // LqSolver::dynamics_unchanged: the next factorization's A and B are the last one's.
+  virtual void dynamics_unchanged() {}
 
   // LqSolver::set_deadline; iterative backends poll it.
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();

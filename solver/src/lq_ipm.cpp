@@ -450,6 +450,9 @@ LqIpmStatus LqIpmSolver::Impl::run(const LqData& data, const LqBounds& bounds, L
       for (int i = 0; i < set[t].n; ++i) mat[t][set[t].diag[i]] = mat0[t][set[t].diag[i]];
     for (int t = 0; t < 4; ++t) set[t].barrier_terms(mat[t], rhs[t]);
     // The affine step needs dx, du only (the costate sweep is skipped where the backend can).
+    // A and B are the data's for the whole run (copy_matrices): from the second factorization on,
+    // Riccati reuses its stage transposes (LqOptions::reuse_dynamics).
+    if (it > 0) lq.dynamics_unchanged();
     if (const LqStatus st = m > 0 ? lq.solve_primal(work, step) : lq.solve(work, step); !usable(st))
       return lq_failed(st);
     if (m == 0) {  // no bounds: the LQ solution, one Newton step from any point

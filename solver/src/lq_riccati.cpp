@@ -66,7 +66,10 @@ struct RiccatiWork {
   double* pc;   // nx scratch
   // Square-root path (kSqrt sizes only, in the space of P, L, Y, At, T, W; see SqrtLayout: nu4, nx4, ld):
   double* F;    // N+1 blocks ld x ld: stage k < N the factor [L 0 0; 0 I 0; Y 0 Lk], stage N Lk = chol(Q_N)
-  double* Xt;   // ld x nx4 scratch: [B'; 0; A'] (zero rows and columns where nx, nu round up)
+  double* Xt;   // ld x nx4 scratch: [B'; 0; A'] (zero rows and columns where nx, nu round up); one
+                // per stage, xt_stride apart, with LqOptions::reuse_dynamics
+  std::size_t xt_stride;  // 0: one Xt serves every stage
+  bool xt_reuse;          // this solve's Xt blocks already hold its [B' A'] (dynamics_unchanged)
   double* Nm;   // ld x nx scratch: Xt Lp_{k+1}
   double* h;    // ld scratch: [hu; 0; hx]
   double* t;    // nx scratch
@@ -530,9 +533,12 @@ bool sqrt_backward(int, int, int N, const LqData& d, const RiccatiWork& w) {
 
     // Xt = [B'; 0; A'] (transpose_tiles writes the zero rows and columns of the padding), Nm = Xt Lp
     // (Lp's real nx x nx block: its padded columns would add zero columns to Nm).
-    transpose_tiles<nx, nu>(B, nx, w.Xt, ld);
-    transpose_tiles<nx, nx>(A, nx, w.Xt + nu4, ld);
-    linalg::gemm_tile<Trans::No, n, nx, nx, linalg::TileShape::LowerB, 12>(1.0, w.Xt, ld, Lp, ld, 0.0, w.Nm, ld);
+    double* Xt = w.Xt + k * w.xt_stride;
+    if (!w.xt_reuse) {
+      transpose_tiles<nx, nu>(B, nx, Xt, ld);
+      transpose_tiles<nx, nx>(A, nx, Xt + nu4, ld);
+    }
+    linalg::gemm_tile<Trans::No, n, nx, nx, linalg::TileShape::LowerB, 12>(1.0, Xt, ld, Lp, ld, 0.0, w.Nm, ld);
     // The first nu4 columns of the matrix to factor (lower triangle); the rest is read from Q.
     for (int j = 0; j < nu4; ++j)
       for (int i = j; i < nu4; ++i) F[i + j * ld] = j < nu && i < nu ? R[i + j * nu] : i == j ? 1.0 : 0.0;
@@ -546,7 +552,7 @@ bool sqrt_backward(int, int, int N, const LqData& d, const RiccatiWork& w) {
     linalg::gemv_tile_n<nx, nx, true>(Lp, ld, w.t, w.pc);
     for (int i = 0; i < nu4; ++i) w.h[i] = i < nu ? d.r_k(k)[i] : 0.0;
     std::memcpy(w.h + nu4, d.q_k(k), nx * sizeof(double));
-    linalg::gemv_tile_n<nu4 + nx, nx, false>(w.Xt, ld, w.pc, w.h);
+    linalg::gemv_tile_n<nu4 + nx, nx, false>(Xt, ld, w.pc, w.h);
     std::memcpy(kt, w.h, nu * sizeof(double));
     linalg::trsv<Uplo::Lower, Trans::No, NU>(g, nu, F, ld, kt);
     std::memcpy(pk, w.h + nu4, nx * sizeof(double));
@@ -712,7 +718,9 @@ bool sqrt_backward_rt(int nx, int nu, int N, const LqData& d, const RiccatiWork&
   Serial g;
   constexpr int D = kDynamic;
   // Xt's rows past nu + nx stay zero for the whole solve (the stages write only the rows above).
-  for (int j = 0; j < nx; ++j) std::fill(w.Xt + nr + j * ld, w.Xt + n + j * ld, 0.0);
+  if (!w.xt_reuse)
+    for (int b = 0; b < (w.xt_stride ? N : 1); ++b)
+      for (int j = 0; j < nx; ++j) std::fill(w.Xt + b * w.xt_stride + nr + j * ld, w.Xt + b * w.xt_stride + n + j * ld, 0.0);
   // With nu and nx multiples of 4 the layout is SqrtLayout's: Lk on the Cholesky's grid (no band to
   // clear) and Q_k read in place, as the fixed sizes do (copying it cost 3-4% at (36, 12)).
   const bool on_grid = nu % 4 == 0, q_in_place = on_grid && nx % 4 == 0;
@@ -731,10 +739,12 @@ bool sqrt_backward_rt(int nx, int nu, int N, const LqData& d, const RiccatiWork&
     double* pk = w.p + static_cast<std::size_t>(k) * nx;
     double* kt = w.kt + static_cast<std::size_t>(k) * nu;
 
-    transpose_dynamic(nx, nu, d.B_k(k), nx, w.Xt, ld);
-    transpose_dynamic(nx, nx, d.A_k(k), nx, w.Xt + nu, ld);
-    linalg::gemm_tile_dynamic<Trans::No, linalg::TileShape::LowerB, 12>(n, nx, nx, 1.0, w.Xt, ld, Lp, ld, 0.0, w.Nm,
-                                                                         ld);
+    double* Xt = w.Xt + k * w.xt_stride;
+    if (!w.xt_reuse) {
+      transpose_dynamic(nx, nu, d.B_k(k), nx, Xt, ld);
+      transpose_dynamic(nx, nx, d.A_k(k), nx, Xt + nu, ld);
+    }
+    linalg::gemm_tile_dynamic<Trans::No, linalg::TileShape::LowerB, 12>(n, nx, nx, 1.0, Xt, ld, Lp, ld, 0.0, w.Nm, ld);
     write_stage_matrix(z, d.R_k(k), d.S_k(k), q_in_place ? nullptr : d.Q_k(k), F);
     if (chol_update<D, D, D>(0, F, ld, d.Q_k(k), nx, w.Nm, ld, n, nx, q_in_place ? nu : n) != 0) return false;
     if (!on_grid) zero_lk_band(z, F);
@@ -744,7 +754,7 @@ bool sqrt_backward_rt(int nx, int nu, int N, const LqData& d, const RiccatiWork&
     lower_n_dynamic(nx, Lp, ld, w.t, w.pc);
     std::memcpy(w.h, d.r_k(k), nu * sizeof(double));
     std::memcpy(w.h + nu, d.q_k(k), nx * sizeof(double));
-    column_product<Trans::No>(nr, nx, 1.0, w.Xt, ld, w.pc, 1, 1.0, w.h);
+    column_product<Trans::No>(nr, nx, 1.0, Xt, ld, w.pc, 1, 1.0, w.h);
     std::memcpy(kt, w.h, nu * sizeof(double));
     linalg::trsv<Uplo::Lower, Trans::No, kDynamic>(g, nu, F, ld, kt);
     std::memcpy(pk, w.h + nu, nx * sizeof(double));
@@ -804,7 +814,7 @@ void sqrt_forward_rt(int nx, int nu, int N, const LqData& d, const RiccatiWork& 
 
 class RiccatiBackend final : public LqBackend {
  public:
-  RiccatiBackend(int nx, int nu, int N) : nx_(nx), nu_(nu), N_(N) {
+  RiccatiBackend(int nx, int nu, int N, bool reuse_dynamics) : nx_(nx), nu_(nu), N_(N) {
     auto line = [](std::size_t n) { return (n + 7) / 8 * 8; };  // whole cache lines, as the arena's arrays
     std::size_t sqrt_ld = 0, sqrt_xt = 0, sqrt_q4 = 0;  // the factor's ld, Xt's columns, the Q4 scratch
     dispatch_sizes<RiccatiNx, ControlSizes>(nx, nu, [&](auto NX, auto NU) {
@@ -831,13 +841,15 @@ class RiccatiBackend final : public LqBackend {
 #endif
     });
     const bool sqrt = sqrt_ld > 0;
+    // One Xt, or one per stage (LqOptions::reuse_dynamics).
+    const std::size_t xt_blocks = sqrt && reuse_dynamics ? static_cast<std::size_t>(N) : 1;
     // One solve uses one recursion's matrices, so the square-root ones share the classical ones'
     // space (p, kt and pc serve both). Every entry either path reads is written earlier in the same solve.
     const std::size_t sxx = static_cast<std::size_t>(nx) * nx, sxu = static_cast<std::size_t>(nx) * nu;
     const std::size_t ld = sqrt_ld, xt = sqrt_xt;
     const std::size_t classical = line((N + 1) * sxx) + line(static_cast<std::size_t>(N) * nu * nu) + line(N * sxu) +
                                   2 * line(sxx) + line(sxu),
-                      square_root = sqrt ? line((N + 1) * ld * ld) + line(ld * xt) + line(ld * nx) + line(ld) +
+                      square_root = sqrt ? line((N + 1) * ld * ld) + line(xt_blocks * ld * xt) + line(ld * nx) + line(ld) +
                                                line(nx) + line(sqrt_q4)
                                          : 0;
     const std::size_t oM = arena_.reserve(std::max(classical, square_root)),
@@ -858,7 +870,8 @@ class RiccatiBackend final : public LqBackend {
     if (sqrt) {
       m = arena_.at(oM);
       w_.F = take((N + 1) * ld * ld);
-      w_.Xt = take(ld * xt);
+      w_.Xt = take(xt_blocks * ld * xt);
+      w_.xt_stride = xt_blocks > 1 ? ld * xt : 0;
       w_.Nm = take(ld * nx);
       w_.h = take(ld);
       w_.t = take(nx);
@@ -889,6 +902,8 @@ class RiccatiBackend final : public LqBackend {
 
   std::size_t bytes() const override { return arena_.bytes() + sizeof(*this); }
 
+  void dynamics_unchanged() override { reuse_next_ = true; }
+
  private:
   // costate false: lambda is neither formed nor checked (solve_primal).
   LqStatus factor_solve(const LqData& d, LqSolution& s, LqStats& stats, bool costate) {
@@ -896,7 +911,12 @@ class RiccatiBackend final : public LqBackend {
     const auto finite = [&] {
       return costate ? solution_finite(s) : all_finite(s.x.data(), s.x.size()) && all_finite(s.u.data(), s.u.size());
     };
+    // The stage transposes of the last complete square-root recursion are reused when announced;
+    // any other solve rewrites them (or, classically, the space they share).
+    w_.xt_reuse = reuse_next_ && xt_valid_;
+    reuse_next_ = false;
     sqrt_used_ = sqrt_backward_ != nullptr && sqrt_backward_(nx_, nu_, N_, d, w_);
+    xt_valid_ = sqrt_used_ && w_.xt_stride != 0;
     stats.square_root = sqrt_used_;
     if (sqrt_used_) {
       sqrt_forward_(nx_, nu_, N_, d, w_, s, costate);
@@ -921,12 +941,14 @@ class RiccatiBackend final : public LqBackend {
   void (*sqrt_forward_)(int, int, int, const LqData&, const RiccatiWork&, LqSolution&, bool) = nullptr;
   void (*sqrt_vectors_)(int, int, int, const LqData&, const RiccatiWork&) = nullptr;
   bool sqrt_used_ = false;  // by the last solve
+  bool reuse_next_ = false;  // dynamics_unchanged() since the last solve
+  bool xt_valid_ = false;    // every stage's Xt holds the last solve's [B' A'] (reuse_dynamics)
 };
 
 }  // namespace
 
-std::unique_ptr<LqBackend> make_riccati(int nx, int nu, int N, const LqOptions& /*opt*/) {
-  return std::make_unique<RiccatiBackend>(nx, nu, N);
+std::unique_ptr<LqBackend> make_riccati(int nx, int nu, int N, const LqOptions& opt) {
+  return std::make_unique<RiccatiBackend>(nx, nu, N, opt.reuse_dynamics);
 }
 
 }  // namespace knot::solver::detail

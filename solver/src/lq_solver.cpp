@@ -201,6 +201,7 @@ LqStatus LqSolver::resolve(const LqData& data, LqSolution& solution) {
   return impl_->run(&detail::LqBackend::resolve, data, solution);
 }
 
+void LqSolver::dynamics_unchanged() { impl_->backend->dynamics_unchanged(); }
 void LqSolver::set_deadline(std::chrono::steady_clock::time_point deadline) { impl_->backend->deadline = deadline; }
 void LqSolver::set_tolerance(double kkt_tol) { impl_->backend->tolerance = kkt_tol >= 0 ? kkt_tol : -1.0; }
 

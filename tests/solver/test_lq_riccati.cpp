@@ -275,5 +275,55 @@ TEST(LqRiccati, SquareRootAndClassicalAlternate) {
   }
 }
 
+// LqOptions::reuse_dynamics with dynamics_unchanged(): a solve that reuses the stage transposes
+// gives the bits of a solver that forms them afresh, also after the square root gave way to the
+// classical recursion (whose workspace overlaps the transposes); with B changed behind its back the
+// answer differs (the negative control: the transposes are really reused).
+TEST(LqRiccati, ReusedDynamicsGiveTheBitsOfAFreshSolve) {
+  Rng rng(17);
+  struct Size { int nx, nu, N; };
+  // Fixed sizes with the square root, run-time sizes with it (21, 3) and (36, 12), and a classical one.
+  for (const Size z : {Size{14, 7, 12}, Size{12, 4, 9}, Size{21, 3, 10}, Size{36, 12, 6}, Size{4, 1, 8}}) {
+    LqOptions keep = with(Linsys::Riccati);
+    keep.reuse_dynamics = true;
+    LqSolver reuse(z.nx, z.nu, z.N, keep), fresh(z.nx, z.nu, z.N, with(Linsys::Riccati));
+    const LqData d = random_lq(rng, z.nx, z.nu, z.N);
+    LqSolution a(z.nx, z.nu, z.N), b(z.nx, z.nu, z.N);
+    ASSERT_EQ(reuse.solve(d, a), LqStatus::Solved);
+    for (int rep = 0; rep < 4; ++rep) {
+      // Other costs and vectors, the same A and B; rep 1 has zero state weights (classical), so
+      // rep 2 follows a solve that left no transposes to reuse.
+      LqData e = random_lq(rng, z.nx, z.nu, z.N, rep == 1 ? Cost::ZeroStateWeights : Cost::PositiveDefinite);
+      e.A = d.A, e.B = d.B;
+      LqSolution x = poisoned_solution(z.nx, z.nu, z.N), y = poisoned_solution(z.nx, z.nu, z.N);
+      reuse.dynamics_unchanged();
+      ASSERT_EQ(reuse.solve(e, x), LqStatus::Solved) << z.nx << " " << rep;
+      ASSERT_EQ(fresh.solve(e, y), LqStatus::Solved);
+      EXPECT_EQ(x.x, y.x) << z.nx << " " << rep;
+      EXPECT_EQ(x.u, y.u) << z.nx << " " << rep;
+      EXPECT_EQ(x.lambda, y.lambda) << z.nx << " " << rep;
+      EXPECT_EQ(reuse.stats().square_root, fresh.stats().square_root);
+      const DenseKkt kkt = dense_kkt(e);
+      EXPECT_LT(solution_error(x, unpack(kkt, dense_solve(kkt))), kSolTol);
+    }
+    // A changed B announced as unchanged: the reused transposes are the old B's.
+    LqData f = random_lq(rng, z.nx, z.nu, z.N);
+    f.A = d.A;
+    LqSolution x(z.nx, z.nu, z.N), y(z.nx, z.nu, z.N);
+    ASSERT_EQ(reuse.solve(d, a), LqStatus::Solved);  // the transposes of d again
+    reuse.dynamics_unchanged();
+    ASSERT_EQ(reuse.solve(f, x), LqStatus::Solved);
+    ASSERT_EQ(fresh.solve(f, y), LqStatus::Solved);
+    if (fresh.stats().square_root) {
+      EXPECT_NE(x.u, y.u) << z.nx;
+    } else {
+      EXPECT_EQ(x.u, y.u) << z.nx;  // the classical recursion forms nothing to reuse
+    }
+    // Without the announcement the next solve forms them again.
+    ASSERT_EQ(reuse.solve(f, x), LqStatus::Solved);
+    EXPECT_EQ(x.u, y.u) << z.nx;
+  }
+}
+
 }  // namespace
 }  // namespace knot::test

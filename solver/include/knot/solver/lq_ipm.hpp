@@ -68,6 +68,7 @@ struct LqIpmOptions {
     LqOptions o;
     o.linsys = Linsys::Riccati;
     o.schur_reg = 1e-12;
+    o.reuse_dynamics = true;  // A and B stay the data's through a run
     return o;
   }();
 
