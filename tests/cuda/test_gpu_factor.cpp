@@ -511,24 +511,28 @@ TEST_F(GpuFactor, CholeskyPlantedMinorGivesItsOrderAndDoesNotPoisonTheBatch) {
 
 TEST_F(GpuFactor, CholeskyFloatSolvesToSinglePrecision) {
   Rng rng(214);
-  const int n = 32, batch = 5;
-  const DenseBatch d = spd_batch(rng, batch, n);
-  std::vector<float> a, b;
-  for (int p = 0; p < batch; ++p) {
-    for (double v : to_vec(d.a[p])) a.push_back(static_cast<float>(v));
-    for (double v : to_vec(d.b[p])) b.push_back(static_cast<float>(v));
-  }
-  DeviceArray<float> da(a), db(b);
-  DeviceArray<int> di(batch, -1);
-  require(kc::cholesky_posv_batched<float>(batch, n, da.get(), Uplo::Lower, db.get(), di.get()));
-  const std::vector<float> x = db.download();
-  const std::vector<int> info = di.download();
-  for (int p = 0; p < batch; ++p) {
-    EXPECT_EQ(info[p], 0);
-    Vec xp(n);
-    for (int i = 0; i < n; ++i) xp(i) = x[p * n + i];
-    EXPECT_LT(rel_err(xp, d.a[p].llt().solve(d.b[p])), 1e-3) << "p=" << p;
-  }
+  // n <= 32: the register kernel in float, both triangles.
+  for (int n : {3, 8, 13, 32})
+    for (Uplo uplo : {Uplo::Lower, Uplo::Upper}) {
+      const int batch = 9;
+      const DenseBatch d = spd_batch(rng, batch, n);
+      std::vector<float> a, b;
+      for (int p = 0; p < batch; ++p) {
+        for (double v : to_vec(d.a[p])) a.push_back(static_cast<float>(v));
+        for (double v : to_vec(d.b[p])) b.push_back(static_cast<float>(v));
+      }
+      DeviceArray<float> da(a), db(b);
+      DeviceArray<int> di(batch, -1);
+      require(kc::cholesky_posv_batched<float>(batch, n, da.get(), uplo, db.get(), di.get()));
+      const std::vector<float> x = db.download();
+      const std::vector<int> info = di.download();
+      for (int p = 0; p < batch; ++p) {
+        EXPECT_EQ(info[p], 0);
+        Vec xp(n);
+        for (int i = 0; i < n; ++i) xp(i) = x[p * n + i];
+        EXPECT_LT(rel_err(xp, d.a[p].llt().solve(d.b[p])), 1e-3) << "n=" << n << " p=" << p;
+      }
+    }
 }
 
 // ---- register kernels (n <= 32, the default launch) ---------------------------------------------
@@ -666,28 +670,4 @@ TEST_F(GpuFactor, RegisterCholeskyMatchesTheCooperativeKernelForEveryOrderUpTo32
     }
   std::printf("[ register Cholesky ] bitwise the cooperative kernel's for %d of 64 cases\n", bitwise);
   EXPECT_EQ(bitwise, 64);
-}
-
-TEST_F(GpuFactor, RegisterCholeskyInFloat) {
-  Rng rng(223);
-  for (int n : {3, 8, 13, 32}) {
-    const int batch = 9;
-    const DenseBatch d = spd_batch(rng, batch, n);
-    std::vector<float> a, b;
-    for (int p = 0; p < batch; ++p) {
-      for (double v : to_vec(d.a[p])) a.push_back(static_cast<float>(v));
-      for (double v : to_vec(d.b[p])) b.push_back(static_cast<float>(v));
-    }
-    DeviceArray<float> da(a), db(b);
-    DeviceArray<int> di(batch, -1);
-    require(kc::cholesky_posv_batched<float>(batch, n, da.get(), Uplo::Upper, db.get(), di.get(), 0, threads(64)));
-    const std::vector<float> x = db.download();
-    const std::vector<int> info = di.download();
-    for (int p = 0; p < batch; ++p) {
-      EXPECT_EQ(info[p], 0);
-      Vec xp(n);
-      for (int i = 0; i < n; ++i) xp(i) = x[p * n + i];
-      EXPECT_LT(rel_err(xp, d.a[p].llt().solve(d.b[p])), 1e-3) << "n=" << n << " p=" << p;
-    }
-  }
 }
