@@ -2,8 +2,10 @@
 // system per tile of W = 8, 16 or 32 lanes of a warp, lane v holding row v of its matrix in
 // registers from the load to the store (the small-size scheme of MAGMA's batched factorizations).
 // The cooperative kernels keep the matrix in shared or global memory and pass two barriers of the
-// tile per column; here a column step is a few warp shuffles (the pivot search), one lane's row
-// written to shared memory, one __syncwarp and the lane's own update in registers.
+// tile per column; here a column step is the pivot search (three integer reductions on a whole warp,
+// shuffles on narrower tiles), one lane's row (or every lane's entry of the column of L) written to
+// shared memory, one __syncwarp and the lane's own update in registers. posv runs the forward sweep
+// inside the factorization.
 //
 // The arithmetic is the cooperative primitives', operation for operation: coop_lu.hpp's
 // column-major factorization with logical interchanges (default threshold 1 and singular floor, so
