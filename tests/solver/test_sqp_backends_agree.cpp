@@ -96,9 +96,10 @@ TEST(SqpBackendsAgree, RandomCartPoleStarts) {
         << solver::to_string(linsys) << " at the defaults";
     if (linsys != Linsys::KktLdlt) {
       EXPECT_EQ(disagreements(base, starts, ref, linsys, 0.0, true), 0) << solver::to_string(linsys) << " at rounding";
-      if (linsys == Linsys::Bdsv)
+      if (linsys == Linsys::Bdsv) {
         EXPECT_EQ(disagreements(base, starts, ref, linsys, kForcingBdsv, true), 0)
             << "bdsv at lq_forcing " << kForcingBdsv;
+      }
     }
   }
   // Negative control: without the rollout, bdsv steps held to E min(0.1, E) leave residuals in the
