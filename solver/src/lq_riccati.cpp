@@ -629,7 +629,7 @@ void sqrt_forward(int, int, int N, const LqData& d, const RiccatiWork& w, LqSolu
 // pivots), except where nu and nx are multiples of 4 (the layout is then SqrtLayout's and Q_k is read
 // in place). One instantiation serves every size: compiling the Cholesky for each order 8..48 measured
 // no faster. The workspace is shared with the classical recursion, so every entry read is written
-// within the same solve.
+// within the same solve (the transposes kept under LqOptions::reuse_dynamics aside).
 
 struct SqrtDims {
   int nx, nu, n, ld, lp;
@@ -844,7 +844,8 @@ class RiccatiBackend final : public LqBackend {
     // One Xt, or one per stage (LqOptions::reuse_dynamics).
     const std::size_t xt_blocks = sqrt && reuse_dynamics ? static_cast<std::size_t>(N) : 1;
     // One solve uses one recursion's matrices, so the square-root ones share the classical ones'
-    // space (p, kt and pc serve both). Every entry either path reads is written earlier in the same solve.
+    // space (p, kt and pc serve both). Every entry either path reads is written earlier in the same
+    // solve, but for the kept transposes of reuse_dynamics, which only a completed square root leaves.
     const std::size_t sxx = static_cast<std::size_t>(nx) * nx, sxu = static_cast<std::size_t>(nx) * nu;
     const std::size_t ld = sqrt_ld, xt = sqrt_xt;
     const std::size_t classical = line((N + 1) * sxx) + line(static_cast<std::size_t>(N) * nu * nu) + line(N * sxu) +
