@@ -609,5 +609,35 @@ TEST(LqIpm, SolveAllocatesNothing) {
   }
 }
 
+// The interior point reuses Riccati's stage transposes from its second factorization on
+// (LqOptions::reuse_dynamics, on by default): bitwise the iterates and multipliers of the same solver
+// forming them at every factorization, on fixed and run-time sizes, twice in a row on one solver
+// (the second run starts from other data's A and B). That the transposes really are reused is
+// LqRiccati.ReusedDynamicsGiveTheBitsOfAFreshSolve's negative control.
+TEST(LqIpm, ReusedTransposesChangeNoBit) {
+  Rng rng(77);
+  for (const LqSize& z : {LqSize{14, 7, 16}, LqSize{21, 3, 8}, LqSize{12, 4, 20}}) {
+    SCOPED_TRACE(testing::Message() << "nx " << z.nx << " nu " << z.nu << " N " << z.N);
+    LqIpmOptions off;
+    off.lq.reuse_dynamics = false;
+    ASSERT_TRUE(LqIpmOptions{}.lq.reuse_dynamics);
+    LqIpmSolver reuse(z.nx, z.nu, z.N), fresh(z.nx, z.nu, z.N, off);
+    for (int rep = 0; rep < 2; ++rep) {
+      const LqData d = random_lq(rng, z.nx, z.nu, z.N);
+      const LqBounds b = box_u(z.nx, z.nu, z.N, 0.5);
+      LqIpmSolution x(z.nx, z.nu, z.N), y(z.nx, z.nu, z.N);
+      ASSERT_EQ(reuse.solve(d, b, x), LqIpmStatus::Solved);
+      ASSERT_EQ(fresh.solve(d, b, y), LqIpmStatus::Solved);
+      EXPECT_GT(reuse.stats().iterations, 1);
+      EXPECT_EQ(reuse.stats().iterations, fresh.stats().iterations);
+      EXPECT_EQ(x.x, y.x);
+      EXPECT_EQ(x.u, y.u);
+      EXPECT_EQ(x.lambda, y.lambda);
+      EXPECT_EQ(x.zl_u, y.zl_u);
+      EXPECT_EQ(x.zu_u, y.zu_u);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace knot::test
