@@ -119,7 +119,7 @@ Status cholesky_register_size(int batch, int n, const Launch& launch, bool solve
   const int np = detail::register_order(n);
   const int threads = launch.threads ? launch.threads : 64;  // batched.hpp says why 64
   const int per_block = threads / np;
-  const std::size_t per_tile = static_cast<std::size_t>(2 * np + (solves ? np * np : 0));
+  const std::size_t per_tile = static_cast<std::size_t>(detail::register_cholesky_shared(np, solves));
   KNOT_STATUS_TRY(detail::plan_scratch(threads, (batch + per_block - 1) / per_block, sizeof(T) * per_tile * per_block, size));
   size->workspace_bytes = 0;
   return {};
@@ -130,8 +130,6 @@ Status cholesky_register_launch_np(const char* what, const LaunchSize& size, con
                                    T* A, T* b, int* info) {
   constexpr auto kOp = static_cast<detail::RegCholOp>(static_cast<int>(OP));
   static_assert(static_cast<int>(CholOp::Posv) == static_cast<int>(detail::RegCholOp::Posv));
-  static_assert(detail::kRegisterCholeskyShared<NP, OP != CholOp::Factor> ==
-                2 * NP + (OP != CholOp::Factor ? NP * NP : 0));
   return detail::launch_kernel(detail::cholesky_register_kernel<T, NP, UL, kOp>, size.grid, size.threads,
                                size.shared_bytes, launch.stream, what, batch, n, A, b, info);
 }

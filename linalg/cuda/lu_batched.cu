@@ -185,7 +185,7 @@ Status lu_register_size(int batch, int n, const Launch& launch, LaunchSize* size
   const int np = detail::register_order(n);
   const int threads = launch.threads ? launch.threads : 64;  // batched.hpp says why 64
   const int per_block = threads / np;
-  const std::size_t shared = sizeof(T) * static_cast<std::size_t>(2 * (np + 2) + np) * per_block;
+  const std::size_t shared = sizeof(T) * static_cast<std::size_t>(detail::register_lu_shared(np)) * per_block;
   KNOT_STATUS_TRY(detail::plan_scratch(threads, (batch + per_block - 1) / per_block, shared, size));
   size->workspace_bytes = 0;  // shared memory only: a few words per system
   return {};
@@ -196,7 +196,6 @@ Status lu_register_launch_np(const char* what, const LaunchSize& size, const Lau
                              int* piv, const T* b, T* x, int* info) {
   constexpr auto kOp = static_cast<detail::RegLuOp>(static_cast<int>(OP));
   static_assert(static_cast<int>(LuOp::Substitute) == static_cast<int>(detail::RegLuOp::Substitute));
-  static_assert(detail::kRegisterLuShared<NP> == 2 * (NP + 2) + NP);
   return detail::launch_kernel(detail::lu_register_kernel<T, NP, kOp>, size.grid, size.threads, size.shared_bytes,
                                launch.stream, what, batch, n, A, piv, b, x, info);
 }

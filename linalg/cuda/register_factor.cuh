@@ -24,7 +24,7 @@
 #include <type_traits>
 
 #include "knot/linalg/cholesky.hpp"
-#include "knot/linalg/coop_lu_config.hpp"
+#include "knot/linalg/coop_lu.hpp"
 #include "knot/linalg/cuda/group.cuh"
 #include "launch.cuh"
 
@@ -33,32 +33,23 @@ namespace knot::linalg::cuda::detail {
 // Padded order of the register kernels for n, or 0 when they do not serve n.
 inline int register_order(int n) { return n < 1 ? 0 : n <= 8 ? 8 : n <= 16 ? 16 : n <= 32 ? 32 : 0; }
 
-// Lanes per system: a power of two >= NP (NP is one).
-template <int NP>
-inline constexpr int kRegisterWidth = NP;
-
 enum class RegLuOp : int { Factor, Solve, Substitute };
 enum class RegCholOp : int { Factor, Solve, Posv };
 
-// Shared memory of one tile, in scalars: the pivot row twice (step parity) plus the folded
-// right-hand side (NP + 2 keeps each copy 16-byte aligned), and the solution.
-template <int NP>
-inline constexpr int kRegisterLuRow = NP + 2;
-template <int NP>
-inline constexpr int kRegisterLuShared = 2 * kRegisterLuRow<NP> + NP;
-// Cholesky: column j twice (step parity); the solves also keep L, row-major.
-template <int NP, bool kSolves>
-inline constexpr int kRegisterCholeskyShared = 2 * NP + (kSolves ? NP * NP : 0);
-
-template <class T>
-__device__ __forceinline__ T lu_abs_device(T v) {
-  return v < T(0) ? -v : v;
+// Shared memory of one tile, in scalars (the launchers size their launches with these). LU: the
+// pivot row twice (step parity) plus the folded right-hand side (NP + 2 keeps each copy 16-byte
+// aligned), and the solution. Cholesky: column j twice (step parity); the solves also keep L,
+// row-major.
+__host__ __device__ constexpr int register_lu_row(int np) { return np + 2; }
+__host__ __device__ constexpr int register_lu_shared(int np) { return 2 * register_lu_row(np) + np; }
+__host__ __device__ constexpr int register_cholesky_shared(int np, bool solves) {
+  return 2 * np + (solves ? np * np : 0);
 }
 
 // coop_lu's regular() under the default floor: |u| > 0 and |u| >= the smallest normal number.
 template <class T>
 __device__ __forceinline__ bool reg_regular(T u) {
-  return lu_abs_device(u) >= smallest_normal<T>();
+  return linalg::detail::lu_abs(u) >= smallest_normal<T>();
 }
 
 // Two consecutive scalars, moved by one 8- or 16-byte shared-memory access.
@@ -112,15 +103,15 @@ __device__ __forceinline__ int tile_argmax(bool cand, T mag, int pos) {
 
 template <class T, int NP, RegLuOp OP>
 __global__ void lu_register_kernel(int batch, int n, T* A, int* piv, const T* b, T* x, int* info) {
-  constexpr int W = kRegisterWidth<NP>;
+  constexpr int W = NP;  // lanes per system
   const int t = flat_thread_index();
   const int v = t & (W - 1);
   const int tile = t / W;
   const long long p = static_cast<long long>(blockIdx.x) * (flat_block_size() / W) + tile;
   const bool live = p < batch;
   const bool mine = live && v < n;  // this lane holds a row of a system
-  T* const sh = reinterpret_cast<T*>(dynamic_shared()) + static_cast<long long>(tile) * kRegisterLuShared<NP>;
-  T* const xs = sh + 2 * kRegisterLuRow<NP>;
+  T* const sh = reinterpret_cast<T*>(dynamic_shared()) + static_cast<long long>(tile) * register_lu_shared(NP);
+  T* const xs = sh + 2 * register_lu_row(NP);
   const long long nn = static_cast<long long>(n) * n;
   T* const a = A + p * nn;
 
@@ -143,7 +134,7 @@ __global__ void lu_register_kernel(int batch, int n, T* A, int* piv, const T* b,
         const T mag = fabs(r[i]);
         const int q = tile_argmax<T, W>(mine && pos >= i && mag == mag, mag, pos);
         const int pv = q == INT_MAX ? i : q;
-        T* const u = sh + (i & 1) * kRegisterLuRow<NP>;
+        T* const u = sh + (i & 1) * register_lu_row(NP);
         if (mine && pos == pv) {
 #pragma unroll
           for (int j = 0; j < NP; j += 2)
@@ -174,7 +165,7 @@ __global__ void lu_register_kernel(int batch, int n, T* A, int* piv, const T* b,
 #pragma unroll
     for (int i = 0; i < NP; ++i) {
       if (i < n) {
-        T* const f = sh + (i & 1) * kRegisterLuRow<NP>;
+        T* const f = sh + (i & 1) * register_lu_row(NP);
         if (mine && pos == i) {
           f[0] = bv;
           f[1] = r[i];
@@ -222,7 +213,7 @@ __device__ __forceinline__ long long reg_chol_at(int v, int k, int n) {
 
 template <class T, int NP, Uplo UL, RegCholOp OP>
 __global__ void cholesky_register_kernel(int batch, int n, T* A, T* b, int* info) {
-  constexpr int W = kRegisterWidth<NP>;
+  constexpr int W = NP;  // lanes per system
   constexpr unsigned kAll = 0xffffffffu;
   constexpr bool kSolves = OP != RegCholOp::Factor;
   const int t = flat_thread_index();
@@ -231,7 +222,7 @@ __global__ void cholesky_register_kernel(int batch, int n, T* A, T* b, int* info
   const long long p = static_cast<long long>(blockIdx.x) * (flat_block_size() / W) + tile;
   const bool live = p < batch;
   const bool mine = live && v < n;
-  T* const sh = reinterpret_cast<T*>(dynamic_shared()) + static_cast<long long>(tile) * kRegisterCholeskyShared<NP, kSolves>;
+  T* const sh = reinterpret_cast<T*>(dynamic_shared()) + static_cast<long long>(tile) * register_cholesky_shared(NP, kSolves);
   T* const sl = sh + 2 * NP;  // the solves' copy of L, row-major: L(k, i) at k NP + i
   const long long nn = static_cast<long long>(n) * n;
   T* const a = A + p * nn;

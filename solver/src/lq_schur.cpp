@@ -408,7 +408,12 @@ class SchurBackend final : public LqBackend {
           arena_.at(o[9]),  arena_.at(o[10]), arena_.at(o[11]), arena_.at(o[12]), arena_.at(o[13]),
           arena_.at(o[14]), arena_.at(o[15]), arena_.at(o[16]), arena_.at(o[17]),
           pcg_ ? arena_.at(o[18]) : nullptr, fallback ? arena_.at(o[19]) : nullptr, nullptr};
-    if (opt.riccati_fallback) riccati_ = make_riccati(nx, nu, N, opt);
+    if (opt.riccati_fallback) {
+      // Nobody announces unchanged dynamics to the fallback: no kept transposes.
+      LqOptions fallback_options = opt;
+      fallback_options.reuse_dynamics = false;
+      riccati_ = make_riccati(nx, nu, N, fallback_options);
+    }
     // The stage blocks' order m = nx + nu is fixed at compile time even where nu is not.
     dispatch_one(StageSizes{}, m, [&](auto MM) { w_.inverse = &stage_inverse<decltype(MM)::value>; });
     dispatch_sizes<SmallSizes, NoSizes>(nx, nu, [&](auto NX, auto NU) {
