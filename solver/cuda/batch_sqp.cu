@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "batch_sqp_launch.hpp"
+#include "knot/problems/robot/dynamics.hpp"
 #include "knot/solver/cuda/batch_cuda.hpp"
 
 namespace knot::solver::cuda {
@@ -117,8 +118,13 @@ struct CudaBatch::Impl {
       for (int k = 0; k <= P.N; ++k)
         for (int i = 0; i < P.nx; ++i) it[static_cast<std::size_t>(k) * P.nx + i] = x0[i];
     }
-    // The solve's per-thread stack: the driver's scalar state and the evaluations' locals.
-    KNOT_BATCH_TRY(cudaDeviceSetLimit(cudaLimitStackSize, 16 * 1024), "cudaDeviceSetLimit(stack)");
+    // The solve's per-thread stack: the driver's scalar state, the evaluations' locals and the robot
+    // workspace they keep there (device/problem.hpp). The limit is the device's, shared with other
+    // batches: raised, never lowered.
+    const std::size_t stack = 16 * 1024 + sizeof(problems::robot::Workspace<T>);
+    std::size_t have = 0;
+    KNOT_BATCH_TRY(cudaDeviceGetLimit(&have, cudaLimitStackSize), "cudaDeviceGetLimit(stack)");
+    if (have < stack) KNOT_BATCH_TRY(cudaDeviceSetLimit(cudaLimitStackSize, stack), "cudaDeviceSetLimit(stack)");
     KNOT_BATCH_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
     KNOT_BATCH_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
     cudaMemcpyAsync(d_slices, h_slices, B * slice_stride * sizeof(double), cudaMemcpyHostToDevice, stream);

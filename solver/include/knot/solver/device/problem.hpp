@@ -230,6 +230,20 @@ KNOT_HD constexpr std::size_t robot_ws_scalars() {
   return ceil_div<T>(sizeof(robot::Workspace<T>), sizeof(T));
 }
 
+// Where the robot algorithms keep their per-joint arrays: on the host in the member's scratch; on
+// the GPU in a temporary of the calling thread (local memory). Local memory is interleaved across a
+// warp's threads, so when the lanes of a warp (each its own knot) touch one field their accesses
+// coalesce; in the scratch, one region per member, every lane touched a cache line of its own. The
+// GPU's per-thread stack grows by sizeof(robot::Workspace<T>) (CudaBatch sets the limit).
+#if defined(__CUDA_ARCH__)
+#define KNOT_ROBOT_WORKSPACE(T, name, scratch) \
+  robot::Workspace<T> name;                   \
+  (void)(scratch)
+#else
+#define KNOT_ROBOT_WORKSPACE(T, name, scratch) \
+  robot::Workspace<T>& name = *reinterpret_cast<robot::Workspace<T>*>(scratch)
+#endif
+
 // The manipulator: its RobotData in the arena.
 struct ManipulatorModel {
   const robot::RobotData* r;
@@ -251,7 +265,8 @@ template <class T>
 KNOT_HD void model_f(const ManipulatorModel& a, const T* x, const T* u, T* f, T* ws) {
   const int n = a.r->n;
   for (int i = 0; i < n; ++i) f[i] = x[n + i];
-  robot::forward_dynamics(*a.r, x, x + n, u, f + n, *reinterpret_cast<robot::Workspace<T>*>(ws));
+  KNOT_ROBOT_WORKSPACE(T, rws, ws);
+  robot::forward_dynamics(*a.r, x, x + n, u, f + n, rws);
 }
 
 template <class T, int W, class M>
@@ -326,8 +341,8 @@ KNOT_HD void model_jac(const ManipulatorModel& a, const T* x, const T* u, T* f, 
   for (int k = 0; k < nx * nx; ++k) fx[k] = T(0.0);
   for (int k = 0; k < nx * n; ++k) fu[k] = T(0.0);
   for (int i = 0; i < n; ++i) fx[i + (n + i) * nx] = T(1.0);
-  robot::forward_dynamics_derivatives(*a.r, x, x + n, u, f + n, fx + n, fx + n + n * nx, fu + n, nx,
-                                      *reinterpret_cast<robot::Workspace<T>*>(ws));
+  KNOT_ROBOT_WORKSPACE(T, rws, ws);
+  robot::forward_dynamics_derivatives(*a.r, x, x + n, u, f + n, fx + n, fx + n + n * nx, fu + n, nx, rws);
 }
 
 template <class T, class M>
@@ -885,7 +900,7 @@ KNOT_HD_NOINLINE T knot_cost(const BatchProblem& P, const unsigned char* arena, 
       case CostKind::EndEffector: {
         // Manipulator::frame_position, then EndEffectorCost::accumulate.
         const robot::RobotData& r = *arena_at<robot::RobotData>(arena, P.model_params);
-        robot::Workspace<T>& wsp = *reinterpret_cast<robot::Workspace<T>*>(ws);
+        KNOT_ROBOT_WORKSPACE(T, wsp, ws);
         const T in_body[3] = {T(c.in_body[0]), T(c.in_body[1]), T(c.in_body[2])};
         robot::forward_kinematics(r, x_k, wsp);
         robot::point_position(wsp, c.body, in_body, pos);
