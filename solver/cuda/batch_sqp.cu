@@ -152,7 +152,8 @@ Status CudaBatch::create(const device::BatchProblemData& data, const device::Dev
   if (out == nullptr) return invalid("CudaBatch::create: out is null");
   if (batch < 1) return invalid("CudaBatch::create: batch must be >= 1");
   if (threads == 0) threads = default_batch_threads(batch);
-  if (threads < 1 || threads > kMaxBatchThreads) return invalid("CudaBatch::create: threads must be in 1..256");
+  if (threads < kMinBatchThreads || threads > kMaxBatchThreads)
+    return invalid("CudaBatch::create: threads (the block size) must be 0 or in 32..256");
   int count = 0;
   KNOT_BATCH_TRY(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
   if (count < 1) return invalid("CudaBatch::create: no CUDA device");

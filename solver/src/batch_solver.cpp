@@ -68,6 +68,9 @@ std::string BatchOptions::validate() const {
   if (path != BatchPath::Auto && path != BatchPath::Solvers && path != BatchPath::Device)
     return "path must be auto, solvers or device, found " + std::to_string(static_cast<int>(path));
   if (threads < 0) return "threads must be >= 0 (0: every core), found " + std::to_string(threads);
+  // On cuda, threads is the block size (CudaBatch: at least a warp, at most 256).
+  if (backend == BatchBackend::Cuda && threads != 0 && (threads < 32 || threads > 256))
+    return "threads (the block size on backend cuda) must be 0 or in 32..256, found " + std::to_string(threads);
   if (backend == BatchBackend::Cuda && path == BatchPath::Solvers)
     return "path solvers runs on backend cpu only (backend cuda is the device path)";
   if (solver)

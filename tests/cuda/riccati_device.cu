@@ -1,5 +1,6 @@
-// The device Riccati step (knot/solver/device/riccati.hpp) in a kernel: riccati_solve and
-// riccati_resolve on a BlockGroup, for double and float, one problem per block. Building this file
+// The device Riccati step (knot/solver/device/riccati.hpp) in a kernel: riccati_solve (or, with
+// `warp`, riccati_step's warp recursion where the stage fits) and riccati_resolve on a BlockGroup,
+// for double and float, one problem per block. Building this file
 // is the proof that the header is device code; test_gpu_riccati runs it where a GPU is present.
 #include <cuda_runtime.h>
 
@@ -17,14 +18,14 @@ using solver::device::StepView;
 // Problem blockIdx.x: its LQ, step and scratch at that index times their sizes. `resolve_data` null:
 // riccati_solve only.
 template <class T>
-__global__ void riccati_kernel(int nx, int nu, int N, T* data, T* resolve_data, T* step, T* scratch,
+__global__ void riccati_kernel(int nx, int nu, int N, bool warp, T* data, T* resolve_data, T* step, T* scratch,
                                DeviceLqResult* results) {
   linalg::BlockGroup g;
   const std::size_t p = blockIdx.x;
   const LqView<T> lq = LqView<T>::carve(nx, nu, N, data + p * LqView<T>::size(nx, nu, N));
   const StepView<T> out = StepView<T>::carve(nx, nu, N, step + p * StepView<T>::size(nx, nu, N));
   T* s = scratch + p * solver::device::riccati_scratch_size<T>(nx, nu, N);
-  DeviceLqResult r = solver::device::riccati_solve(g, lq, out, s);
+  DeviceLqResult r = warp ? solver::device::riccati_step(g, lq, out, s, true) : solver::device::riccati_solve(g, lq, out, s);
   if (resolve_data != nullptr) {
     const LqView<T> lq2 = LqView<T>::carve(nx, nu, N, resolve_data + p * LqView<T>::size(nx, nu, N));
     r = solver::device::riccati_resolve(g, lq2, out, s);
@@ -41,7 +42,7 @@ struct DeviceBuffer {
 }  // namespace
 
 template <class T>
-std::string riccati_on_device(int nx, int nu, int N, int batch, int threads, const std::vector<T>& data,
+std::string riccati_on_device(int nx, int nu, int N, int batch, int threads, bool warp, const std::vector<T>& data,
                               const std::vector<T>& resolve_data, std::vector<T>& step,
                               std::vector<DeviceLqResult>& results) {
   const std::size_t per = LqView<T>::size(nx, nu, N);
@@ -65,7 +66,7 @@ std::string riccati_on_device(int nx, int nu, int N, int batch, int threads, con
   if (e == cudaSuccess && !resolve_data.empty())
     e = cudaMemcpy(d_resolve.ptr, resolve_data.data(), resolve_data.size() * sizeof(T), cudaMemcpyHostToDevice);
   if (e != cudaSuccess) return cudaGetErrorString(e);
-  riccati_kernel<T><<<batch, threads>>>(nx, nu, N, d_data.ptr, d_resolve.ptr, d_step.ptr, d_scratch.ptr, d_results.ptr);
+  riccati_kernel<T><<<batch, threads>>>(nx, nu, N, warp, d_data.ptr, d_resolve.ptr, d_step.ptr, d_scratch.ptr, d_results.ptr);
   e = cudaGetLastError();
   if (e == cudaSuccess) e = cudaDeviceSynchronize();
   if (e == cudaSuccess) e = cudaMemcpy(step.data(), d_step.ptr, step.size() * sizeof(T), cudaMemcpyDeviceToHost);
@@ -74,10 +75,10 @@ std::string riccati_on_device(int nx, int nu, int N, int batch, int threads, con
   return e == cudaSuccess ? "" : cudaGetErrorString(e);
 }
 
-template std::string riccati_on_device<double>(int, int, int, int, int, const std::vector<double>&,
+template std::string riccati_on_device<double>(int, int, int, int, int, bool, const std::vector<double>&,
                                                const std::vector<double>&, std::vector<double>&,
                                                std::vector<DeviceLqResult>&);
-template std::string riccati_on_device<float>(int, int, int, int, int, const std::vector<float>&,
+template std::string riccati_on_device<float>(int, int, int, int, int, bool, const std::vector<float>&,
                                               const std::vector<float>&, std::vector<float>&,
                                               std::vector<DeviceLqResult>&);
 

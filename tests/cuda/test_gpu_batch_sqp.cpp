@@ -1,11 +1,10 @@
 // The batched SQP on a GPU (CudaBatch, knot/solver/cuda/batch_cuda.hpp) against the same device-path
-// driver on the CPU (DeviceSqp), per problem: status, iterations, cost to 1e-9 in double and 1e-4
-// in float, and the Schur LQ steps (bdsv, pcg) to the same status and cost; every block size gives
+// driver on the CPU (DeviceSqp), per problem: status and cost to 1e-9 in double and 1e-4 in float, and the Schur LQ steps (bdsv, pcg) to the same status and cost; every block size gives
 // bitwise the same results; a NaN initial state fails only its own problem; BatchSolver's backend
 // cuda returns what its cpu device path returns.
 //
 // GPU and CPU agree to rounding, not bitwise: nvcc contracts a * b + c into fused multiply-adds, the
-// host build does not. Without a usable GPU the device tests skip with one line saying why.
+// host build does not, and the GPU's Riccati step orders its sums its own way. Without a usable GPU the device tests skip with one line saying why.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -57,12 +56,14 @@ struct GpuRun {
   std::string error;
 };
 
+// warp false: the LQ step by riccati_solve over the block instead of the warp recursion.
 GpuRun run_gpu(const problems::Problem& p, const solver::SolverOptions& o, const std::vector<std::vector<double>>& x0,
-            int threads, bool single) {
+            int threads, bool single, bool warp = true) {
   GpuRun r;
   const solver::device::BatchProblemData data = solver::device::compile_batch_problem(p);
-  const auto st = solver::cuda::CudaBatch::create(data, solver::device::device_options(o), int(x0.size()), threads,
-                                                  single, &r.batch);
+  solver::device::DeviceOptions dopt = solver::device::device_options(o);
+  dopt.warp_riccati = warp;
+  const auto st = solver::cuda::CudaBatch::create(data, dopt, int(x0.size()), threads, single, &r.batch);
   if (!st.ok()) {
     r.error = linalg::cuda::to_string(st);
     return r;
@@ -91,6 +92,10 @@ void solve_from(solver::device::DeviceSqp& cpu, const problems::Problem& p, cons
 const char* const kConfigs[] = {"cartpole_swingup", "pendulum_swingup", "double_integrator_rest_to_rest",
                                 "iiwa14_reach"};
 
+// Status and cost to 1e-9, problem by problem. Iteration counts are not compared: the GPU's Riccati
+// step (riccati_warp.cuh) sums in another order than the CPU's and pivots by rsqrt, and a solve that
+// ends on a counter can move by an iteration with that rounding (iiwa14_reach, problem 7: 76
+// iterations on an H200 against 75 on the CPU, the same status and cost).
 TEST(GpuBatchSqp, AgreesWithTheCpuDevicePathInDouble) {
   if (!gpu().usable) GTEST_SKIP() << "no usable GPU: " << gpu().reason;
   for (const char* name : kConfigs) {
@@ -105,7 +110,6 @@ TEST(GpuBatchSqp, AgreesWithTheCpuDevicePathInDouble) {
       solve_from(cpu, p, x0[std::size_t(i)]);
       const solver::device::DeviceResult& r = g.batch->result(i);
       EXPECT_EQ(r.status, cpu.result().status) << "problem " << i;
-      EXPECT_EQ(r.iterations, cpu.result().iterations) << "problem " << i;
       EXPECT_NEAR(r.cost, cpu.result().cost, 1e-9 * std::max(1.0, std::abs(cpu.result().cost))) << "problem " << i;
     }
   }
@@ -148,17 +152,23 @@ TEST(GpuBatchSqp, FloatAgreesToItsPrecision) {
   if (!gpu().usable) GTEST_SKIP() << "no usable GPU: " << gpu().reason;
   const problems::Problem p = load("cartpole_swingup");
   solver::SolverOptions o = device_fit(p);
-  // float resolves about 1e-7 relative: tolerances it can meet.
-  o.tol_stationarity = o.tol_feasibility = o.tol_complementarity = 1e-4;
-  o.tol_duality_gap = 1e-5;
+  // float's floor: on these four starts the float solve's stationarity stops falling between 3e-5
+  // and 1.5e-4 (H200, both LQ steps; the cost is about 2.2e3, its gradient terms larger still), so
+  // a tolerance of 1e-4 sits on the floor and passes or not by rounding. 1e-3 is above it.
+  o.tol_stationarity = o.tol_feasibility = o.tol_complementarity = 1e-3;
+  o.tol_duality_gap = 1e-4;
   const auto x0 = starts(p, 4);
-  const GpuRun g = run_gpu(p, o, x0, 0, true);
-  ASSERT_EQ(g.error, "");
   const GpuRun d = run_gpu(p, o, x0, 0, false);
   ASSERT_EQ(d.error, "");
-  for (int i = 0; i < 4; ++i) {
-    EXPECT_TRUE(solver::is_solved(g.batch->result(i).status)) << i;
-    EXPECT_NEAR(g.batch->result(i).cost, d.batch->result(i).cost, 1e-4 * std::abs(d.batch->result(i).cost)) << i;
+  for (const bool warp : {true, false}) {
+    SCOPED_TRACE(warp ? "warp Riccati" : "block Riccati");
+    const GpuRun g = run_gpu(p, o, x0, 0, true, warp);
+    ASSERT_EQ(g.error, "");
+    for (int i = 0; i < 4; ++i) {
+      const solver::device::DeviceResult& r = g.batch->result(i);
+      EXPECT_TRUE(solver::is_solved(r.status)) << i << ": " << to_string(r.status);
+      EXPECT_NEAR(r.cost, d.batch->result(i).cost, 1e-4 * std::abs(d.batch->result(i).cost)) << i;
+    }
   }
 }
 
@@ -169,7 +179,7 @@ TEST(GpuBatchSqp, EveryBlockSizeGivesBitwiseTheSameSolve) {
   const auto x0 = starts(p, 4);
   const GpuRun ref = run_gpu(p, o, x0, 32, false);
   ASSERT_EQ(ref.error, "");
-  for (int threads : {1, 7, 64, 128, 256}) {
+  for (int threads : {33, 64, 128, 256}) {
     const GpuRun r = run_gpu(p, o, x0, threads, false);
     ASSERT_EQ(r.error, "") << threads;
     for (int i = 0; i < 4; ++i) {
@@ -180,6 +190,13 @@ TEST(GpuBatchSqp, EveryBlockSizeGivesBitwiseTheSameSolve) {
       EXPECT_EQ(r.batch->result(i).iterations, ref.batch->result(i).iterations);
     }
   }
+}
+
+// Below a warp the launcher refuses, naming the range (checked before any GPU call: runs everywhere).
+TEST(GpuBatchSqp, RefusesABlockSmallerThanAWarp) {
+  const problems::Problem p = load("pendulum_swingup");
+  const GpuRun r = run_gpu(p, device_fit(p), starts(p, 2), 16, false);
+  EXPECT_NE(r.error.find("32..256"), std::string::npos) << r.error;
 }
 
 TEST(GpuBatchSqp, NanInOneProblemLeavesTheOthersUnchanged) {

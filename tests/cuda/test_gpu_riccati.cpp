@@ -94,15 +94,20 @@ struct Size {
   int nx, nu, N;
 };
 const Size kSizes[] = {{4, 1, 20}, {14, 7, 64}, {3, 2, 1}, {12, 4, 30}};
+// The warp recursion's shapes (nu <= 4, 8, 16 with nx <= 16), its largest stage, and one that does
+// not fit a warp (nx 20: riccati_step takes riccati_solve).
+const Size kWarpSizes[] = {{4, 1, 20}, {14, 7, 64}, {3, 2, 1}, {12, 4, 30}, {10, 9, 12}, {16, 16, 10}, {20, 3, 8}};
 constexpr int kBatch = 6;
 // Block sizes: one warp, a partial warp, several warps (the kernel uses 191 registers a thread, so
 // 256 is about the most a block may have).
 const int kThreads[] = {32, 33, 96, 256};
 
 template <class T>
-void check_against_host(double tol) {
+void check_against_host(double tol, bool warp = false) {
   Rng rng(201);
-  for (const Size& z : kSizes) {
+  const auto sizes = warp ? std::vector<Size>(std::begin(kWarpSizes), std::end(kWarpSizes))
+                          : std::vector<Size>(std::begin(kSizes), std::end(kSizes));
+  for (const Size& z : sizes) {
     const std::vector<T> data = random_batch<T>(rng, z.nx, z.nu, z.N, kBatch);
     std::vector<DeviceLqResult> host_r;
     const std::vector<T> host = solve_on_host(z.nx, z.nu, z.N, kBatch, data, host_r);
@@ -111,7 +116,7 @@ void check_against_host(double tol) {
       SCOPED_TRACE(testing::Message() << "nx " << z.nx << " nu " << z.nu << " N " << z.N << " threads " << threads);
       std::vector<T> step;
       std::vector<DeviceLqResult> r;
-      ASSERT_EQ(riccati_on_device<T>(z.nx, z.nu, z.N, kBatch, threads, data, {}, step, r), "");
+      ASSERT_EQ(riccati_on_device<T>(z.nx, z.nu, z.N, kBatch, threads, warp, data, {}, step, r), "");
       for (int p = 0; p < kBatch; ++p) {
         ASSERT_EQ(host_r[p].status, DeviceLqStatus::Solved);
         EXPECT_EQ(r[p].status, DeviceLqStatus::Solved) << "problem " << p;
@@ -140,6 +145,64 @@ TEST(GpuRiccati, FloatMatchesTheHostToFloatRounding) {
   check_against_host<float>(1e-4);
 }
 
+// The warp recursion (riccati_warp.cuh) orders its sums differently from riccati_solve: the same
+// bounds against the host's serial solve, and bitwise alike for every block size (each output has
+// one writer, in an order that does not depend on the block size).
+TEST(GpuRiccati, WarpMatchesTheHostAndEveryBlockSize) {
+  if (!gpu().usable) GTEST_SKIP() << "no usable GPU: " << gpu().reason;
+  check_against_host<double>(1e-12, true);
+}
+
+TEST(GpuRiccati, WarpFloatMatchesTheHostToFloatRounding) {
+  if (!gpu().usable) GTEST_SKIP() << "no usable GPU: " << gpu().reason;
+  check_against_host<float>(1e-4, true);
+}
+
+// Negative control for the comparison above: the warp solve of a problem whose A_k moved by 1e-9 in
+// one entry is caught at the 1e-12 bound.
+TEST(GpuRiccati, WarpComparisonCatchesAPerturbedProblem) {
+  if (!gpu().usable) GTEST_SKIP() << "no usable GPU: " << gpu().reason;
+  Rng rng(204);
+  const int nx = 14, nu = 7, N = 64;
+  const std::vector<double> data = random_batch<double>(rng, nx, nu, N, kBatch);
+  std::vector<DeviceLqResult> host_r, r;
+  const std::vector<double> host = solve_on_host(nx, nu, N, kBatch, data, host_r);
+  std::vector<double> moved = data, step;
+  LqView<double>::carve(nx, nu, N, moved.data()).A_k(3)[5] += 1e-9;
+  ASSERT_EQ(riccati_on_device<double>(nx, nu, N, kBatch, 64, true, moved, {}, step, r), "");
+  EXPECT_GT(relative_error(step, host), 1e-12);
+}
+
+// Non-finite data: NonFinite on both paths, whether the NaN reaches a pivot (R) or only the
+// vectors (q), and the other problems of the batch untouched.
+TEST(GpuRiccati, WarpReportsNonFiniteData) {
+  if (!gpu().usable) GTEST_SKIP() << "no usable GPU: " << gpu().reason;
+  Rng rng(205);
+  const int nx = 14, nu = 7, N = 16;
+  std::vector<double> data = random_batch<double>(rng, nx, nu, N, kBatch);
+  const std::size_t per = LqView<double>::size(nx, nu, N);
+  LqView<double>::carve(nx, nu, N, data.data() + 1 * per).R_k(4)[0] = std::numeric_limits<double>::quiet_NaN();
+  LqView<double>::carve(nx, nu, N, data.data() + 2 * per).q_k(7)[3] = std::numeric_limits<double>::quiet_NaN();
+  std::vector<DeviceLqResult> host_r;
+  const std::vector<double> host = solve_on_host(nx, nu, N, kBatch, data, host_r);
+  for (const bool warp : {false, true}) {
+    SCOPED_TRACE(warp ? "warp" : "block");
+    std::vector<double> step;
+    std::vector<DeviceLqResult> r;
+    ASSERT_EQ(riccati_on_device<double>(nx, nu, N, kBatch, 64, warp, data, {}, step, r), "");
+    for (int p = 0; p < kBatch; ++p) {
+      EXPECT_EQ(r[p].status, host_r[p].status) << p;
+      EXPECT_EQ(r[p].status, p == 1 || p == 2 ? DeviceLqStatus::NonFinite : DeviceLqStatus::Solved) << p;
+    }
+    const std::size_t sp = StepView<double>::size(nx, nu, N);
+    for (const int p : {0, 3, 4, 5}) {
+      const std::vector<double> a(step.begin() + p * sp, step.begin() + (p + 1) * sp),
+          b(host.begin() + p * sp, host.begin() + (p + 1) * sp);
+      EXPECT_LT(relative_error(a, b), 1e-12) << p;
+    }
+  }
+}
+
 TEST(GpuRiccati, ResolveEqualsAFreshSolve) {
   if (!gpu().usable) GTEST_SKIP() << "no usable GPU: " << gpu().reason;
   Rng rng(202);
@@ -158,8 +221,8 @@ TEST(GpuRiccati, ResolveEqualsAFreshSolve) {
   }
   std::vector<double> fresh, resolved;
   std::vector<DeviceLqResult> r1, r2;
-  ASSERT_EQ(riccati_on_device<double>(nx, nu, N, kBatch, 64, d2, {}, fresh, r1), "");
-  ASSERT_EQ(riccati_on_device<double>(nx, nu, N, kBatch, 64, d1, d2, resolved, r2), "");
+  ASSERT_EQ(riccati_on_device<double>(nx, nu, N, kBatch, 64, false, d2, {}, fresh, r1), "");
+  ASSERT_EQ(riccati_on_device<double>(nx, nu, N, kBatch, 64, false, d1, d2, resolved, r2), "");
   for (int p = 0; p < kBatch; ++p) {
     EXPECT_EQ(r1[p].status, DeviceLqStatus::Solved);
     EXPECT_EQ(r2[p].status, DeviceLqStatus::Solved);
@@ -195,19 +258,23 @@ TEST(GpuRiccati, IndefiniteBatchFailsOnTheHost) {
 TEST(GpuRiccati, IndefiniteStageIsReportedAtItsStage) {
   if (!gpu().usable) GTEST_SKIP() << "no usable GPU: " << gpu().reason;
   const int* bad = kBad;
-  std::vector<double> step;
-  std::vector<DeviceLqResult> r;
-  ASSERT_EQ(riccati_on_device<double>(kIndefNx, kIndefNu, kIndefN, kBatch, 64, indefinite_batch(), {}, step, r), "");
-  for (int p = 0; p < kBatch; ++p) {
-    EXPECT_EQ(r[p].status, bad[p] < 0 ? DeviceLqStatus::Solved : DeviceLqStatus::NotPositiveDefinite) << p;
-    EXPECT_EQ(r[p].failed_stage, bad[p]) << p;
+  for (const bool warp : {false, true}) {
+    SCOPED_TRACE(warp ? "warp" : "block");
+    std::vector<double> step;
+    std::vector<DeviceLqResult> r;
+    ASSERT_EQ(riccati_on_device<double>(kIndefNx, kIndefNu, kIndefN, kBatch, 64, warp, indefinite_batch(), {}, step, r),
+              "");
+    for (int p = 0; p < kBatch; ++p) {
+      EXPECT_EQ(r[p].status, bad[p] < 0 ? DeviceLqStatus::Solved : DeviceLqStatus::NotPositiveDefinite) << p;
+      EXPECT_EQ(r[p].failed_stage, bad[p]) << p;
+    }
   }
 }
 
 TEST(GpuRiccati, LauncherRejectsMismatchedSizes) {
   std::vector<double> step;
   std::vector<DeviceLqResult> r;
-  EXPECT_NE(riccati_on_device<double>(4, 1, 20, 2, 32, std::vector<double>(7), {}, step, r), "");
+  EXPECT_NE(riccati_on_device<double>(4, 1, 20, 2, 32, false, std::vector<double>(7), {}, step, r), "");
 }
 
 }  // namespace

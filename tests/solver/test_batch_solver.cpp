@@ -292,6 +292,15 @@ TEST(BatchSolver, InvalidArguments) {
   EXPECT_EQ(o.validate(), "threads must be >= 0 (0: every core), found -1");
   EXPECT_THROW(BatchSolver(p, 2, o), std::invalid_argument);
   EXPECT_THROW(BatchSolver(p, 0), std::invalid_argument);
+  // On cuda, threads is the block size: a whole warp at least (16 refused, 32 and 0 taken).
+  o.backend = solver::BatchBackend::Cuda;
+  o.threads = 16;
+  EXPECT_EQ(o.validate(), "threads (the block size on backend cuda) must be 0 or in 32..256, found 16");
+  o.threads = 32;
+  EXPECT_EQ(o.validate(), "");
+  o.threads = 0;
+  EXPECT_EQ(o.validate(), "");
+  o.backend = solver::BatchBackend::Cpu;
   solver::SolverOptions bad;
   bad.max_iter = 0;
   o.threads = 1;

@@ -1,7 +1,7 @@
 // knot_bench_gpu_sqp: the batched SQP on the GPU (CudaBatch), iiwa14 by horizon N and batch size B.
 //
 //   knot_bench_gpu_sqp [--config NAME] [--N 32,64,128,256] [--B 1,16,128,1024] [--reps 5] [--threads 0,128,...]
-//                      [--linsys riccati,bdsv,pcg]
+//                      [--linsys riccati,bdsv,pcg] [--riccati warp,block]
 //
 // For each (N, B): one SQP iteration (max_iter = 1: the first linearization, one step, the next
 // iterate's linearization and residuals) and one full solve (the file's max_iter), from B initial
@@ -10,7 +10,8 @@
 // the two medians, iterations of the slowest problem, problems solved and the full solve's time per
 // iteration, for each LQ step asked for
 // (riccati by default; bdsv and pcg are the Schur path, device/schur.hpp), for each block size
-// asked for (0: CudaBatch's default). In a build with KNOT_DEVICE_PROFILE each row is followed by
+// asked for (0: CudaBatch's default), and for riccati each of --riccati's variants (warp: the stage
+// on one warp where it fits, the default; block: riccati_solve over the block). In a build with KNOT_DEVICE_PROFILE each row is followed by
 // a PHASES row: how problem 0's full solve split its clock cycles (DevicePhase), with the
 // thousands of cycles per iteration. Exit 1 on a CUDA error.
 #include <algorithm>
@@ -50,11 +51,14 @@ struct Timing {
   std::string error;
 };
 
-Timing time_solves(const problems::Problem& p, const solver::SolverOptions& o, int B, int reps, int threads) {
+Timing time_solves(const problems::Problem& p, const solver::SolverOptions& o, int B, int reps, int threads,
+                   bool warp) {
   Timing t;
   const solver::device::BatchProblemData data = solver::device::compile_batch_problem(p);
   std::unique_ptr<solver::cuda::CudaBatch> batch;
-  const auto st = solver::cuda::CudaBatch::create(data, solver::device::device_options(o), B, threads, false, &batch);
+  solver::device::DeviceOptions dopt = solver::device::device_options(o);
+  dopt.warp_riccati = warp;
+  const auto st = solver::cuda::CudaBatch::create(data, dopt, B, threads, false, &batch);
   if (!st.ok()) {
     t.error = linalg::cuda::to_string(st);
     return t;
@@ -101,6 +105,7 @@ int main(int argc, char** argv) {
   std::vector<int> Ns = {32, 64, 128, 256}, Bs = {1, 16, 128, 1024};
   std::vector<solver::Linsys> linsys = {solver::Linsys::Riccati};
   std::vector<int> threads_list = {0};
+  std::vector<bool> warps = {true};
   int reps = 5;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
@@ -109,6 +114,19 @@ int main(int argc, char** argv) {
     else if (a == "--B") Bs = parse_list(v);
     else if (a == "--reps") reps = std::max(1, std::atoi(v.c_str()));
     else if (a == "--threads") threads_list = parse_list(v);
+    else if (a == "--riccati") {
+      warps.clear();
+      std::stringstream in(v);
+      std::string item;
+      while (std::getline(in, item, ',')) {
+        if (item == "warp" || item == "block") {
+          warps.push_back(item == "warp");
+        } else {
+          std::fprintf(stderr, "--riccati: expected warp or block, found %s\n", item.c_str());
+          return 2;
+        }
+      }
+    }
     else if (a == "--linsys") {
       linsys.clear();
       std::stringstream in(v);
@@ -137,46 +155,56 @@ int main(int argc, char** argv) {
   for (int N : Ns)
     for (int B : Bs)
       for (const solver::Linsys l : linsys)
+        for (const bool warp : warps)
         for (const int threads : threads_list) {
+        if (l != solver::Linsys::Riccati && !warp) continue;  // the variants are Riccati's
+        // riccati: the warp recursion (the default); riccati-b: riccati_solve over the block.
+        const std::string name = l == solver::Linsys::Riccati && !warp ? "riccati-b" : solver::to_string(l);
         const problems::Problem p = problems::load_problem(path, {"horizon.N=" + std::to_string(N)});
         solver::SolverOptions o = solver::device::device_path_options(solver::from_settings(p.solver));
         o.lq.linsys = l;
         solver::SolverOptions one = o;
         one.max_iter = 1;
-        const Timing a = time_solves(p, one, B, reps, threads);
-        const Timing b = a.error.empty() ? time_solves(p, o, B, reps, threads) : a;
+        const Timing a = time_solves(p, one, B, reps, threads, warp);
+        const Timing b = a.error.empty() ? time_solves(p, o, B, reps, threads, warp) : a;
         if (!a.error.empty() || !b.error.empty()) {
-          std::printf("SQP %6d %6d %8s %7d  error: %s\n", N, B, solver::to_string(l), threads,
+          std::printf("SQP %6d %6d %8s %7d  error: %s\n", N, B, name.c_str(), threads,
                       (a.error.empty() ? b.error : a.error).c_str());
           rc = 1;
           continue;
         }
         // us/iter: the full solve over the slowest problem's iterations (the batch ends with it), the
         // time of one SQP iteration without the first linearization's and the probe's share.
-        std::printf("SQP %6d %6d %8s %7d %14.1f %14.3f %10d %5d/%-5d %12.1f\n", N, B, solver::to_string(l), threads,
+        std::printf("SQP %6d %6d %8s %7d %14.1f %14.3f %10d %5d/%-5d %12.1f\n", N, B, name.c_str(), threads,
                     1e6 * a.median_s, 1e3 * b.median_s, b.max_iterations, b.solved, B,
                     1e6 * b.median_s / std::max(1, b.max_iterations));
         long long total = 0;
         for (int i = 0; i < int(solver::device::DevicePhase::Count); ++i) total += b.phase_cycles[i];
         if (total > 0) {
-          std::printf("PHASES %3d %6d %8s %7d  kcycles/iter %.1f:", N, B, solver::to_string(l), threads,
+          std::printf("PHASES %3d %6d %8s %7d  kcycles/iter %.1f:", N, B, name.c_str(), threads,
                       1e-3 * double(total) / std::max(1, b.iterations0));
           for (int i = 0; i < int(solver::device::DevicePhase::Count); ++i)
             std::printf(" %s %.1f%%", kPhases[i], 100.0 * double(b.phase_cycles[i]) / double(total));
           std::printf("\n");
           // The Riccati step's parts (riccati.hpp's laps: cycles summed over the whole run of problem 0's
           // block, warm-up and repetitions included), as shares of their sum.
-          static const struct {
+          struct Part {
             int slot;
             const char* name;
-          } kParts[] = {{1, "b_PA_PB"}, {2, "b_H"},    {3, "b_potrf"}, {4, "b_trsm"},
-                        {5, "b_syrk"},  {8, "f_gemv"}, {9, "f_trsm"},  {10, "f_Bu"}};
+          };
+          static const Part kBlockParts[] = {{1, "b_PA_PB"}, {2, "b_H"},    {3, "b_potrf"}, {4, "b_trsm"},
+                                             {5, "b_syrk"},  {8, "f_gemv"}, {9, "f_trsm"},  {10, "f_Bu"}};
+          // The warp recursion's laps (riccati_warp.cuh): P [B A], H, the elimination, the stores,
+          // the wait at the knot's block barrier; the rollout's knot and its barrier.
+          static const Part kWarpParts[] = {{1, "b_PAB"}, {2, "b_H"},    {3, "b_elim"}, {5, "b_store"},
+                                            {4, "b_sync"}, {8, "f_knot"}, {9, "f_sync"}, {10, "-"}};
+          const Part* kParts = l == solver::Linsys::Riccati && warp ? kWarpParts : kBlockParts;
           long long parts = 0;
-          for (const auto& q : kParts) parts += b.phase_cycles[8 + q.slot];
+          for (int q = 0; q < 8; ++q) parts += b.phase_cycles[8 + kParts[q].slot];
           if (parts > 0) {
             std::printf("RICCATI %3d %6d %7d  Mcycles %.1f:", N, B, threads, 1e-6 * double(parts));
-            for (const auto& q : kParts)
-              std::printf(" %s %.1f%%", q.name, 100.0 * double(b.phase_cycles[8 + q.slot]) / double(parts));
+            for (int q = 0; q < 8; ++q)
+              std::printf(" %s %.1f%%", kParts[q].name, 100.0 * double(b.phase_cycles[8 + kParts[q].slot]) / double(parts));
             std::printf("\n");
           }
         }

@@ -25,14 +25,16 @@ using linalg::cuda::Status;
 // H200 (iiwa14, docs/BENCHMARKS.md, GPU): up to B = 128, 128 threads were within 5% of the fastest
 // size and 14-30% faster than 64 at N >= 64; at B = 1024, where several blocks share an SM, 64 were
 // 14-27% faster than 128.
-inline constexpr int kMaxBatchThreads = 256;
+// A block is at least one warp: the LQ step runs on a whole warp (device/riccati_warp.cuh), and a
+// smaller block would leave the rest of its warp idle anyway.
+inline constexpr int kMinBatchThreads = 32, kMaxBatchThreads = 256;
 constexpr int default_batch_threads(int batch) { return batch <= 256 ? 128 : 64; }
 
 class CudaBatch {
  public:
   // B problems of `data`'s structure, each starting from data.slice and the default guess (x0 at
-  // every knot, u = 0). threads: the block size (1..kMaxBatchThreads, 0 = default); every size
-  // gives bitwise the same results. single: run in float instead of double.
+  // every knot, u = 0). threads: the block size (kMinBatchThreads..kMaxBatchThreads, 0 = default);
+  // every size gives bitwise the same results. single: run in float instead of double.
   static Status create(const device::BatchProblemData& data, const device::DeviceOptions& options, int batch,
                        int threads, bool single, std::unique_ptr<CudaBatch>* out);
   ~CudaBatch();

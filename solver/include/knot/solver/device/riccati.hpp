@@ -32,6 +32,7 @@
 #pragma once
 
 #include <cstddef>
+#include <type_traits>
 
 #include "knot/linalg/dense/gemm.hpp"
 #include "knot/linalg/dense/gemv.hpp"
@@ -384,6 +385,29 @@ KNOT_HD_NOINLINE DeviceLqResult riccati_resolve(G& g, const LqView<T>& lq, const
   g.sync();
   for (int k = N - 1; k >= 0; --k) riccati_detail::backward_vectors(g, lq, w, k);
   return riccati_detail::forward(g, lq, out, w);
+}
+
+}  // namespace knot::solver::device
+
+// The CUDA block's Riccati on one warp (riccati_warp.cuh), where the stage fits.
+#if defined(__CUDACC__)
+#include "knot/solver/device/riccati_warp.cuh"
+#endif
+
+namespace knot::solver::device {
+
+// The device path's Riccati step: riccati_solve on every group, except a CUDA block with `warp` set
+// and a stage that fits one warp, which takes riccati_warp_solve (the same contract and statuses;
+// the same result to rounding).
+template <class G, class T>
+KNOT_HD DeviceLqResult riccati_step(G& g, const LqView<T>& lq, const StepView<T>& out, T* scratch, bool warp) {
+#if defined(__CUDACC__)
+  if constexpr (std::is_same_v<G, linalg::BlockGroup>) {
+    if (warp && riccati_warp_fits(lq.nx, lq.nu, g.size())) return riccati_warp_solve(g, lq, out, scratch);
+  }
+#endif
+  (void)warp;
+  return riccati_solve(g, lq, out, scratch);
 }
 
 }  // namespace knot::solver::device

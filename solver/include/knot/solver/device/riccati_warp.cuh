@@ -3,26 +3,28 @@
 // riccati_solve (riccati.hpp) spreads each knot's products over a CUDA block and passes about
 // 4 + nu + 1 block barriers a knot, each between short dependent chains in global memory: 47,000
 // cycles a knot on an H200 (docs/BENCHMARKS.md, GPU). This is the same recursion for a block whose
-// stage fits one warp (nu <= 16, nx <= 16): warp 0 runs it with one lane per variable of the stage,
-// as the register LU and Cholesky (linalg/cuda/register_factor.cuh) run a matrix with one lane per
-// row, and the rest of the block waits at one barrier.
+// stage fits one warp (nu <= 16, nx <= 16), with the knot's operands and P_{k+1} in shared memory:
+//   - the products P [B A] and [B A]' P [B A] spread over the whole block (one output per thread);
+//   - the elimination on warp 0, one lane per variable of the stage, as the register LU and Cholesky
+//     (linalg/cuda/register_factor.cuh) run a matrix with one lane per row;
+//   - the next knot's operands staged by the other warps meanwhile.
 //
 // A stage's variables are ordered [u; x], each part padded to a compile-time width (NU, NX), so
-// that every register index is a constant. Lane v holds row v of
+// that every register index is a constant. Lane v takes row v of
 //   H = [R  S ; S'  Q] + [B A]' P_{k+1} [B A],   h = [r; q] + [B A]' (P_{k+1} c + p_{k+1})
-// in h[0 .. NU + NX) and hv. Eliminating the u variables (nu Cholesky columns of H, h carried along
-// as a last column) leaves on lane NU + i row i of
+// into h[0 .. NU + NX) and hv. Eliminating the u variables (nu Cholesky columns of H, h carried
+// along as a last column) leaves on lane NU + i row i of
 //   L (u lanes: row a of Huu's factor),  Y = Hxu L^-T,  kt = L^-1 hu  (u lanes' hv),
-//   P_k = Hxx - Y Y' (x lanes' x columns, lower triangle, then mirrored),  p_k = hx - Y kt,
-// so P_k's rows are already where the next knot needs them. The products and the elimination
-// exchange data through shared memory: the stage's [B A] and P [B A] rows (read by every lane at
-// once: broadcasts) and one column of L per elimination step (one __syncwarp a column).
+//   P_k = Hxx - Y Y' (x lanes' x columns, lower triangle, then mirrored),  p_k = hx - Y kt.
+// A column of the elimination is one pivot (a shuffle and an rsqrt), each later lane's entry of L
+// published through shared memory, one __syncwarp, and each lane's update of its own row.
 //
 // The factorization is stored in riccati_solve's scratch layout (Work: P_k, p_k, L_k, Y_k, kt_k) and
 // the statuses follow riccati_solve's rules, with its group helpers for the finiteness checks. The
-// arithmetic is ordered differently from riccati_solve's, so the two agree to rounding, not bit for
-// bit; one warp runs it whatever the block size, so results are bitwise the same for every block
-// size (tests/cuda/test_gpu_riccati.cu checks both against LqSolver).
+// arithmetic is ordered differently from riccati_solve's (and divides by way of rsqrt and
+// reciprocals), so the two agree to rounding, not bit for bit. Every output has one writer, in an
+// order that does not depend on the block size, so results are bitwise the same for every block
+// size (tests/cuda/test_gpu_riccati.cpp checks both against the host's serial solve).
 #pragma once
 
 #if defined(__CUDACC__)
@@ -49,15 +51,19 @@ struct Shape {
   // order (W rows), its vector [r; q], and c.
   static constexpr int kAB = 0, kG = NX * S, kGv = kG + W * S, kC = kGv + W, kBackward = kC + NX;
   // For the forward rollout: Y, L, kt, P, p, A, B, c of one knot in their scratch and LqView layouts.
-  static constexpr int kY = 0, kL = kY + NX * NU, kKt = kL + NU * NU, kP = kKt + NU, kPv = kP + NX * NX,
-                       kA = kPv + NX, kB = kA + NX * NX, kFc = kB + NX * NU, kForward = kFc + NX;
+  static constexpr int kY = 0, kL = kY + NX * NU, kKt = kL + NU * NU, kP = kKt + NU, kPv = kP + NX * NX, kA = kPv + NX,
+                       kB = kA + NX * NX, kFc = kB + NX * NU, kForward = kFc + NX;
   static constexpr int kStage = kBackward > kForward ? kBackward : kForward;
+  // After the stages (one for the recursion, two for the rollout): the recursion's P_{k+1} and
+  // p_{k+1}, P [B A] and P c + p, H and h, two columns of L; the rollout's x and u.
+  static constexpr int kPs = kStage, kPsv = kPs + NX * S, kM = kPsv + NX, kPc = kM + NX * S, kH = kPc + NX,
+                       kHv = kH + W * S, kCol = kHv + W, kBackwardEnd = kCol + 64;
+  static constexpr int kXs = 2 * kStage, kUs = kXs + NX, kForwardEnd = kUs + NU;
+  static constexpr int kShared = kBackwardEnd > kForwardEnd ? kBackwardEnd : kForwardEnd;
 };
 
-// Shared scalars: two stages (one computed on while the other is filled) of the widest shape, then
-// P [B A] (NX rows), P c + p, two columns of L, and the rollout's x and u.
-inline constexpr int kSharedScalars =
-    2 * Shape<kMaxNu, kMaxNx>::kStage + kMaxNx * Shape<kMaxNu, kMaxNx>::S + kMaxNx + 2 * 32 + kMaxNx + kMaxNu;
+// Shared scalars, for the widest shape.
+inline constexpr int kSharedScalars = Shape<kMaxNu, kMaxNx>::kShared;
 
 // Knot k's backward operands into the stage `st`, by threads t, t + nt, ... (padding written as 0).
 template <class T, int NU, int NX>
@@ -131,100 +137,103 @@ __device__ void load_forward(const LqView<T>& d, const riccati_detail::Work<T>& 
   copy(d.c_k(k), nx, Sh::kFc);
 }
 
-// The backward recursion. Every thread of the block calls: warp 0 computes knot k while the other
-// warps (a block of 64 threads or more) stage knot k - 1; one block barrier a knot. Returns -1, or
-// the first stage k (counting down) whose Huu has a pivot that is not positive and finite; the same
-// on every thread.
+// 1 / sqrt(x) to within an ulp or so (CUDA's rsqrt): the elimination's only long-latency step.
+__device__ inline double inv_sqrt(double x) { return rsqrt(x); }
+__device__ inline float inv_sqrt(float x) { return rsqrtf(x); }
+
+// The backward recursion. Every thread of the block calls; per knot:
+//   A. all threads: P_{k+1} [B A] and P_{k+1} c + p_{k+1}, one output per thread at a time;
+//   B. all threads: H = G + [B A]' (P [B A]) and h = [r; q] + [B A]' (P c + p);
+//   C. warp 0: each lane takes its row of H into registers and the nu eliminations run there;
+//      P_k and p_k go back to shared memory for the next knot. Meanwhile the other warps stage
+//      knot k - 1's operands (warp 0 itself when the block is a single warp).
+// Three block barriers a knot. Returns -1, or the first stage k (counting down) whose Huu has a pivot
+// that is not positive and finite; the same on every thread.
 template <class T, int NU, int NX>
-__device__ __noinline__ int backward(linalg::BlockGroup& g, const LqView<T> d, const riccati_detail::Work<T> w,
-                                     T* sh, int* flags) {
+__device__ __noinline__ int backward(linalg::BlockGroup& g, const LqView<T> d, const riccati_detail::Work<T> w, T* sh,
+                                     int* flags) {
   using Sh = Shape<NU, NX>;
   constexpr int W = Sh::W, S = Sh::S;
-  using std::sqrt;
   const int rank = g.rank(), size = g.size(), lane = rank & 31;
-  const bool warp0 = rank < 32, loaders = size >= 64;
+  const bool warp0 = rank < 32;
   const int nx = d.nx, nu = d.nu, N = d.N;
-  T* const stage[2] = {sh, sh + Sh::kStage};
-  T* M = sh + 2 * Sh::kStage;  // row l: P_{k+1} row l times [B A]
-  T* pc = M + NX * S;          // P_{k+1} c + p_{k+1}
-  T* col = pc + NX;            // two columns of L, alternately
+  T* st = sh;  // the knot's operands
+  const T* AB = st + Sh::kAB;
+  const T* G = st + Sh::kG;
+  const T* gv = st + Sh::kGv;
+  const T* c = st + Sh::kC;
+  T* Ps = sh + Sh::kPs;    // P_{k+1}, rows of stride S
+  T* psv = sh + Sh::kPsv;  // p_{k+1}
+  T* M = sh + Sh::kM;      // P_{k+1} [B A]
+  T* pc = sh + Sh::kPc;    // P_{k+1} c + p_{k+1}
+  T* H = sh + Sh::kH;      // H and h
+  T* hs = sh + Sh::kHv;
+  T* col = sh + Sh::kCol;  // two columns of L, alternately
   const int xi = lane - NU;
   const bool is_u = lane < nu;
   const bool is_x = lane >= NU && xi < nx;
 
-  load_backward<T, NU, NX>(d, N - 1, stage[(N - 1) & 1], rank, size);
-  T h[W];
-  T hv = T(0);
-#pragma unroll
-  for (int b = 0; b < W; ++b) h[b] = T(0);
-  if (warp0 && is_x) {  // P_N = Q_N, p_N = q_N
+  load_backward<T, NU, NX>(d, N - 1, st, rank, size);
+  {  // P_N = Q_N, p_N = q_N
     const T* Q = d.Q_k(N);
     T* P = w.P_k(N, nx);
-#pragma unroll
-    for (int j = 0; j < NX; ++j)
-      if (j < nx) {
-        h[NU + j] = Q[xi + std::size_t(j) * nx];
-        P[xi + std::size_t(j) * nx] = h[NU + j];
-      }
-    hv = d.q_k(N)[xi];
-    w.p_k(N, nx)[xi] = hv;
+    for (int e = rank; e < nx * nx; e += size) {
+      const int i = e % nx, j = e / nx;
+      Ps[i * S + j] = Q[e];
+      P[e] = Q[e];
+    }
+    for (int i = rank; i < nx; i += size) {
+      psv[i] = d.q_k(N)[i];
+      w.p_k(N, nx)[i] = psv[i];
+    }
   }
   g.sync();
 
   for (int k = N - 1; k >= 0; --k) {
     KNOT_RICCATI_CLOCK;
-    const T* st = stage[k & 1];
+    // A. M = P [B A] (nx rows of W) and pc = P c + p.
+    for (int e = rank; e < nx * (W + 1); e += size) {
+      const int i = e / (W + 1), b = e - i * (W + 1);
+      const T* prow = Ps + i * S;
+      T acc = T(0);
+      if (b < W) {
+        for (int j = 0; j < nx; ++j) acc += prow[j] * AB[j * S + b];
+        M[i * S + b] = acc;
+      } else {
+        for (int j = 0; j < nx; ++j) acc += prow[j] * c[j];
+        pc[i] = acc + psv[i];
+      }
+    }
+    g.sync();
+    KNOT_RICCATI_LAP(1);
+    // B. H = G + [B A]' M and h = [r; q] + [B A]' pc (rows a < W; padded rows and columns stay 0).
+    for (int e = rank; e < W * (W + 1); e += size) {
+      const int a = e / (W + 1), b = e - a * (W + 1);
+      T acc = T(0);
+      if (b < W) {
+        for (int l = 0; l < nx; ++l) acc += AB[l * S + a] * M[l * S + b];
+        H[a * S + b] = G[a * S + b] + acc;
+      } else {
+        for (int l = 0; l < nx; ++l) acc += AB[l * S + a] * pc[l];
+        hs[a] = gv[a] + acc;
+      }
+    }
+    g.sync();
+    KNOT_RICCATI_LAP(2);
+
     if (!warp0) {
-      if (k > 0) load_backward<T, NU, NX>(d, k - 1, stage[(k - 1) & 1], rank - 32, size - 32);
+      if (k > 0) load_backward<T, NU, NX>(d, k - 1, st, rank - 32, size - 32);
     } else {
-      if (!loaders && k < N - 1) {
-        load_backward<T, NU, NX>(d, k, stage[k & 1], lane, 32);
-        __syncwarp();
-      }
       int failed = -1;
-      const T* AB = st + Sh::kAB;
-      const T* c = st + Sh::kC;
-      // 1. x lanes: row xi of P_{k+1} [B A] and of P_{k+1} c + p_{k+1}, from their row of P_{k+1}.
-      if (is_x) {
-        T m[W];
-        T s = T(0);
+      // C. Lane v's row of H and h, then eliminate u_0 .. u_{nu-1}. Column j: lane j's pivot, every
+      //    later lane's L entry, which each lane publishes so that all can update their rows (one
+      //    __syncwarp a column: the two column buffers alternate, so a column is never rewritten
+      //    while a lane may still read it).
+      T h[W];
+      T hv = T(0);
 #pragma unroll
-        for (int b = 0; b < W; ++b) m[b] = T(0);
-#pragma unroll
-        for (int j = 0; j < NX; ++j)
-          if (j < nx) {
-            const T pj = h[NU + j];
-            const T* row = AB + j * S;
-#pragma unroll
-            for (int b = 0; b < W; ++b) m[b] += pj * row[b];
-            s += pj * c[j];
-          }
-#pragma unroll
-        for (int b = 0; b < W; ++b) M[xi * S + b] = m[b];
-        pc[xi] = s + hv;
-      }
-      __syncwarp();
-      KNOT_RICCATI_LAP(1);
-
-      // 2. Every lane's row of H and h: the stage's G and [r; q] plus [B A]' (P [B A]) and [B A]' pc.
-      if (lane < W) {
-        const T* G = st + Sh::kG + lane * S;
-#pragma unroll
-        for (int b = 0; b < W; ++b) h[b] = G[b];
-        hv = st[Sh::kGv + lane];
-        for (int l = 0; l < nx; ++l) {
-          const T a = AB[l * S + lane];  // [B A](l, lane)
-          const T* mr = M + l * S;
-#pragma unroll
-          for (int b = 0; b < W; ++b) h[b] += a * mr[b];
-          hv += a * pc[l];
-        }
-      }
-      KNOT_RICCATI_LAP(2);
-
-      // 3. Eliminate u_0 .. u_{nu-1}. Column j: lane j's pivot, every later lane's L entry, which
-      //    each lane publishes so that all can update their rows (one __syncwarp a column: the two
-      //    column buffers alternate, so a column is never rewritten while a lane may still read it).
+      for (int b = 0; b < W; ++b) h[b] = lane < W ? H[lane * S + b] : T(0);
+      if (lane < W) hv = hs[lane];
 #pragma unroll
       for (int j = 0; j < NU; ++j) {
         if (j < nu && failed < 0) {
@@ -232,14 +241,14 @@ __device__ __noinline__ int backward(linalg::BlockGroup& g, const LqView<T> d, c
           if (!linalg::detail::positive_finite(dj)) {
             failed = k;
           } else {
-            const T root = sqrt(dj);
-            const T ktj = __shfl_sync(kFull, hv, j) / root;
+            const T inv = inv_sqrt(dj);
+            const T ktj = __shfl_sync(kFull, hv, j) * inv;
             T l = T(0);
             if (lane == j) {
-              h[j] = root;
+              h[j] = dj * inv;
               hv = ktj;
             } else if (lane > j && lane < W) {
-              l = h[j] / root;
+              l = h[j] * inv;
               h[j] = l;
               hv -= l * ktj;
             }
@@ -253,10 +262,10 @@ __device__ __noinline__ int backward(linalg::BlockGroup& g, const LqView<T> d, c
           }
         }
       }
-
       KNOT_RICCATI_LAP(3);
       if (failed < 0) {
-        // 4. Store L_k, kt_k, Y_k, p_k; mirror P_k's lower triangle (through M) and store it.
+        // Store L_k, kt_k, Y_k, p_k; P_k's lower triangle to shared memory, mirrored there, then
+        // stored whole.
         if (is_u) {
           T* L = w.L_k(k, nu);
 #pragma unroll
@@ -264,16 +273,16 @@ __device__ __noinline__ int backward(linalg::BlockGroup& g, const LqView<T> d, c
             if (b <= lane) L[lane + std::size_t(b) * nu] = h[b];
           w.kt_k(k, nu)[lane] = hv;
         }
-        __syncwarp();  // every lane is done with M (step 2)
         if (is_x) {
           T* Y = w.Y_k(k, nx, nu);
 #pragma unroll
           for (int b = 0; b < NU; ++b)
             if (b < nu) Y[xi + std::size_t(b) * nx] = h[b];
           w.p_k(k, nx)[xi] = hv;
+          psv[xi] = hv;
 #pragma unroll
           for (int j = 0; j < NX; ++j)
-            if (j <= xi) M[xi * S + j] = h[NU + j];
+            if (j <= xi) Ps[xi * S + j] = h[NU + j];
         }
         __syncwarp();
         if (is_x) {
@@ -281,15 +290,20 @@ __device__ __noinline__ int backward(linalg::BlockGroup& g, const LqView<T> d, c
 #pragma unroll
           for (int j = 0; j < NX; ++j)
             if (j < nx) {
-              if (j > xi) h[NU + j] = M[j * S + xi];
-              P[xi + std::size_t(j) * nx] = h[NU + j];
+              const T v = j > xi ? Ps[j * S + xi] : h[NU + j];
+              if (j > xi) Ps[xi * S + j] = v;  // the upper triangle; lanes read only the lower
+              P[xi + std::size_t(j) * nx] = v;
             }
         }
+      }
+      if (size <= 32 && k > 0 && failed < 0) {  // a one-warp block stages the next knot itself
+        __syncwarp();
+        load_backward<T, NU, NX>(d, k - 1, st, lane, 32);
       }
       if (lane == 0) flags[k & 1] = failed;
       KNOT_RICCATI_LAP(5);
     }
-    g.sync();  // the stage is consumed and the next one filled; M is rewritten by the next knot
+    g.sync();  // P_k in place, the next knot's operands staged
     KNOT_RICCATI_LAP(4);
     const int f = flags[k & 1];
     if (f >= 0) return f;
@@ -333,7 +347,7 @@ __device__ __noinline__ void forward(linalg::BlockGroup& g, const LqView<T> d, c
       __syncwarp();
       // u lanes: t = kt + Y' x and their column of L (L(b, lane), b >= lane); x lanes: lambda_k and
       // the A x + c part of x_{k+1}.
-      T t = T(0), xn = T(0);
+      T t = T(0), xn = T(0), dinv = T(0);
       T lc[NU];
 #pragma unroll
       for (int b = 0; b < NU; ++b) lc[b] = T(0);
@@ -346,6 +360,7 @@ __device__ __noinline__ void forward(linalg::BlockGroup& g, const LqView<T> d, c
         T acc = T(0);
         for (int i = 0; i < nx; ++i) acc += Y[i] * xs[i];
         t = acc + st[Sh::kKt + lane];
+        dinv = T(1) / L[lane];  // 1 / L(lane, lane), off the chain below
       }
       if (is_x) {
         const T* P = st + Sh::kP;
@@ -363,9 +378,11 @@ __device__ __noinline__ void forward(linalg::BlockGroup& g, const LqView<T> d, c
 #pragma unroll
       for (int j = NU - 1; j >= 0; --j) {
         if (j < nu) {
-          const T yj = __shfl_sync(kFull, t, j) / __shfl_sync(kFull, lc[j], j);
-          if (lane == j) t = yj;
-          else if (lane < j) t -= lc[j] * yj;  // L(j, lane)
+          const T yj = __shfl_sync(kFull, t, j) * __shfl_sync(kFull, dinv, j);
+          if (lane == j)
+            t = yj;
+          else if (lane < j)
+            t -= lc[j] * yj;  // L(j, lane)
         }
       }
       if (is_u) {
@@ -421,9 +438,12 @@ __device__ __noinline__ DeviceLqResult riccati_warp_solve(linalg::BlockGroup& g,
   if (r.failed_stage >= 0) {
     r.status = riccati_detail::data_finite(g, lq, w) ? DeviceLqStatus::NotPositiveDefinite : DeviceLqStatus::NonFinite;
   } else {
-    if (nu <= 4) wd::forward<T, 4, 16>(g, lq, out, w, sh);
-    else if (nu <= 8) wd::forward<T, 8, 16>(g, lq, out, w, sh);
-    else wd::forward<T, 16, 16>(g, lq, out, w, sh);
+    if (nu <= 4)
+      wd::forward<T, 4, 16>(g, lq, out, w, sh);
+    else if (nu <= 8)
+      wd::forward<T, 8, 16>(g, lq, out, w, sh);
+    else
+      wd::forward<T, 16, 16>(g, lq, out, w, sh);
     g.sync();
     if (!riccati_detail::step_finite(g, out, w)) r.status = DeviceLqStatus::NonFinite;
   }

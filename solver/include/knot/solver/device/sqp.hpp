@@ -60,6 +60,10 @@ struct DeviceOptions {
   int linsys = 0;
   SchurOptions schur;
   double lq_forcing = 1e-4;
+  // On a CUDA block: the Riccati step on one warp with each stage's rows in registers
+  // (riccati_warp.cuh) where the stage fits (nx, nu <= 16); false: riccati_solve's block-wide
+  // recursion. The CPU groups always run riccati_solve.
+  bool warp_riccati = true;
 };
 
 // Scalars of the LQ step's scratch: Riccati's, or the Schur step's (which holds Riccati's fallback).
@@ -433,7 +437,7 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
     bool stalled_below_error = false;
     for (;;) {
       SchurStats ss;
-      const DeviceLqResult lr = o.linsys == 0 ? riccati_solve(g, a.lq, a.step, a.lq_scratch)
+      const DeviceLqResult lr = o.linsys == 0 ? riccati_step(g, a.lq, a.step, a.lq_scratch, o.warp_riccati)
                                               : schur_solve(g, a.lq, a.step, a.lq_scratch, o.schur, lq_tol, ss);
       ++res.lq_solves;
       if (o.linsys != 0) {
