@@ -3,7 +3,7 @@
 # (Release, sm_90, build/gpu), run the GPU tests, then time batched bdsv and pcg. Phase 3b/3c
 # builds, tests and times the batched LU and Cholesky (test_gpu_factor, knot_bench_gpu_factor).
 # Phase 6 (before the bdsv/pcg timings of phases 4 and 5) builds, tests and times the batched SQP (test_gpu_batch_sqp, knot_bench_gpu_sqp: iiwa14,
-# N 32..256, B 1..1024; then riccati, bdsv and pcg at N = 64, B 1 and 128), and test_gpu_expression.
+# N 32..256, B 1..1024; then riccati (on a warp and over the block), bdsv and pcg at N = 64, B 1 and 128), and test_gpu_expression.
 #
 #   scripts/gpu_check.sh            # logs under $OUT when set, else build/gpu/logs
 #
@@ -176,8 +176,8 @@ if (( PREBUILT )) || run_phase build_sqp 150 cmake --build "$BUILD" -j "$JOBS" -
     say "phase 6b: SQP of iiwa14 on the GPU by N and B (median of 3)"
     run_phase bench_sqp 120 "$bench_sqp" --N 32,64,128,256 --B 1,16,128,1024 --reps 3 || true
     grep -E '^SQP ' "$LOGS/bench_sqp.log" 2>/dev/null | tee -a "$SUMMARY" || true
-    say "phase 6c: the LQ step on the GPU: riccati against bdsv and pcg (iiwa14, N = 64)"
-    run_phase bench_sqp_linsys 60 "$bench_sqp" --N 64 --B 1,128 --reps 3 --linsys riccati,bdsv,pcg || true
+    say "phase 6c: the LQ step on the GPU: riccati (warp, and riccati-b: over the block) against bdsv and pcg (iiwa14, N = 64)"
+    run_phase bench_sqp_linsys 60 "$bench_sqp" --N 64 --B 1,128 --reps 3 --linsys riccati,bdsv,pcg --riccati warp,block || true
     grep -E '^SQP ' "$LOGS/bench_sqp_linsys.log" 2>/dev/null | tee -a "$SUMMARY" || true
   fi
 fi
