@@ -156,7 +156,8 @@ std::optional<Unsupported> first_unsupported(const problems::Problem& p) {
     const bool ok = (c.type() == "control_box" || c.type() == "state_box") && c.box() != nullptr;
     const bool eq = c.type() == "state_equality" && dynamic_cast<const problems::StateEquality*>(&c) != nullptr;
     const bool expr = dynamic_cast<const problems::ExpressionConstraint*>(&c) != nullptr;
-    if (!ok && !eq && !expr) {
+    const bool circle = dynamic_cast<const problems::CircleObstacle*>(&c) != nullptr;
+    if (!ok && !eq && !expr && !circle) {
       const std::string label = term_label("constraint", c.info().name, c.type());
       return Unsupported{"constraints[" + std::to_string(i) + "]", label + " has no device path yet", label};
     }
@@ -291,6 +292,12 @@ BatchProblemData compile_batch_problem(const problems::Problem& p) {
       for (const problems::ExpressionConstraint::Row& row : ec->rows()) rows.push_back({row.expr, row.sign, row.bound});
       r.count = static_cast<int>(rows.size());
       r.index = arena.put_array(rows);
+    } else if (const auto* co = dynamic_cast<const problems::CircleObstacle*>(&c)) {
+      r.kind = RowKind::CircleObstacle;
+      index.assign(co->planar_index().begin(), co->planar_index().end());
+      r.lower = slice_put(co->center().data(), 2);
+      const double radius = co->radius();
+      r.upper = slice_put(&radius, 1);
     } else if (const auto* se = dynamic_cast<const problems::StateEquality*>(&c)) {
       r.kind = RowKind::StateEquality;
       index = se->index();
@@ -382,7 +389,7 @@ void set_slice_bounds(const BatchProblemData& d, double* slice, std::string_view
   check_slice(d, slice, "set_slice_bounds");
   const int i = find_name(d.ineq_names, constraint);
   const RowRecord* r = i < 0 ? nullptr : arena_at<RowRecord>(d.arena.data(), d.problem.ineq_terms) + i;
-  if (r == nullptr || r->kind == RowKind::StateEquality || r->kind == RowKind::Expression)
+  if (r == nullptr || (r->kind != RowKind::ControlBox && r->kind != RowKind::StateBox))
     throw std::invalid_argument("set_slice_bounds: no control_box or state_box named '" + std::string(constraint) + "'");
   const std::size_t n = static_cast<std::size_t>(r->count);
   if (lower.size() != n || upper.size() != n)

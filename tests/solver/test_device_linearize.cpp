@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "knot/linalg/threaded_group.hpp"
+#include "knot/problems/constraint.hpp"
 #include "knot/problems/error.hpp"
 #include "knot/problems/expression.hpp"
 #include "knot/problems/model_adapter.hpp"
@@ -240,7 +241,7 @@ Point random_point(const problems::Problem& p, std::mt19937_64& rng) {
 }
 
 // Configs with a device path, and those refused with the term that is not.
-const std::vector<std::string> kRefused = {"cartpole_swingup_smooth", "unicycle_obstacles"};
+const std::vector<std::string> kRefused = {"cartpole_swingup_smooth"};
 
 struct Case {
   std::string config;
@@ -252,11 +253,12 @@ problems::Problem load_expression(const std::string& name, const std::vector<std
   return problems::load_problem(std::filesystem::path(knot::source_tree::test_data_dir()) / "expression" / (name + ".yaml"), overrides);
 }
 
-// Those the device path takes (unicycle_obstacles' circle obstacles have none), each explicit scheme
-// on the cart-pole, and a parameter set on the command line.
+// Those the device path takes (unicycle_obstacles among them: its circle obstacles), each explicit
+// scheme on the cart-pole, and a parameter set on the command line.
 std::vector<Case> expression_cases() {
   std::vector<Case> out;
-  for (const char* name : {"cartpole_swingup", "pendulum_swingup", "acrobot_swingup", "quadrotor_to_point"})
+  for (const char* name :
+       {"cartpole_swingup", "pendulum_swingup", "acrobot_swingup", "unicycle_obstacles", "quadrotor_to_point"})
     out.push_back({name, {}});
   for (const char* scheme : {"euler", "semi_implicit_euler", "rk4"})
     out.push_back({"cartpole_swingup", {std::string("horizon.integrator=") + scheme}});
@@ -348,12 +350,57 @@ TEST(DeviceLinearize, GroupSizesAgreeBitwise) {
   }
 }
 
+// A circle obstacle's center comes from the problem's slice: moved there by 0.25, exactly one row of
+// the knot changes, to what a host CircleObstacle with the moved center computes (the negative
+// control of the comparison above: the file's obstacle no longer matches it).
+TEST(DeviceLinearize, CircleObstacleReadsItsCenterFromTheSlice) {
+  const problems::Problem p = load_config("unicycle_obstacles");
+  const BatchProblemData d = solver::device::compile_batch_problem(p);
+  const auto& P = d.problem;
+  const problems::CircleObstacle* co = nullptr;
+  for (const auto& c : p.constraints)
+    if ((co = dynamic_cast<const problems::CircleObstacle*>(c.get())) != nullptr) break;
+  ASSERT_NE(co, nullptr);
+  const solver::device::RowRecord* rec =
+      solver::device::arena_at<solver::device::RowRecord>(d.arena.data(), P.ineq_terms);
+  int t = 0;
+  while (t < P.n_ineq_terms && rec[t].kind != solver::device::RowKind::CircleObstacle) ++t;
+  ASSERT_LT(t, P.n_ineq_terms);
+  std::vector<double> moved = d.slice;
+  moved[rec[t].lower] += 0.25;
+  const int k = 1, nw = P.nx + P.nu;
+  std::vector<double> x(p.x0), u(std::size_t(P.nu), 0.1), work(solver::device::knot_work_size(P));
+  const int rows = solver::device::row_offsets(P, d.arena.data(), solver::device::ConstraintSet::Inequality)[k + 1] -
+                   solver::device::row_offsets(P, d.arena.data(), solver::device::ConstraintSet::Inequality)[k];
+  std::vector<double> g0(static_cast<std::size_t>(rows)), g1(g0.size()), j0(g0.size() * nw), j1(j0.size());
+  solver::device::knot_rows(P, d.arena.data(), d.slice.data(), solver::device::ConstraintSet::Inequality, k, x.data(),
+                            u.data(), g0.data(), j0.data(), work.data());
+  solver::device::knot_rows(P, d.arena.data(), moved.data(), solver::device::ConstraintSet::Inequality, k, x.data(),
+                            u.data(), g1.data(), j1.data(), work.data());
+  const problems::CircleObstacle host(co->info(), *p.model, {co->center()[0] + 0.25, co->center()[1]}, co->radius());
+  problems::StagePoint pt;
+  pt.k = k;
+  pt.N = P.N;
+  pt.x = x.data();
+  pt.u = u.data();
+  ASSERT_LE(P.nx, 16);
+  double want = 0, want_gx[16] = {};
+  host.jacobian(pt, &want, want_gx, nullptr);
+  int changed = 0;
+  for (int r = 0; r < rows; ++r) {
+    if (g0[std::size_t(r)] == g1[std::size_t(r)]) continue;
+    ++changed;
+    EXPECT_EQ(g1[std::size_t(r)], want);
+    for (int i = 0; i < P.nx; ++i) EXPECT_EQ(j1[std::size_t(r) * nw + i], want_gx[i]) << i;
+  }
+  EXPECT_EQ(changed, 1);
+}
+
 TEST(DeviceLinearize, RefusesWhatHasNoDevicePathByName) {
   const struct {
     const char* config;
     const char* names;
-  } cases[] = {{"cartpole_swingup_smooth", "(control_rate) has no device path yet"},
-               {"unicycle_obstacles", "(circle_obstacle) has no device path yet"}};
+  } cases[] = {{"cartpole_swingup_smooth", "(control_rate) has no device path yet"}};
   for (const auto& c : cases) {
     SCOPED_TRACE(c.config);
     const problems::Problem p = load_config(c.config);

@@ -103,6 +103,9 @@ class CircleObstacle final : public ConstraintTerm {
   void evaluate(const StagePoint& p, double* g) const override;
   void jacobian(const StagePoint& p, double* g, double* gx, double* gu) const override;
   bool add_curvature(const StagePoint& p, const double* mult, double* H, int ldh) const override;  // -2 mult I
+  const std::array<int, 2>& planar_index() const { return ix_; }  // the state entries of the position
+  const std::array<double, 2>& center() const { return center_; }
+  double radius() const { return radius_; }
 
  private:
   int nx_;

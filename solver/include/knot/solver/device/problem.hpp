@@ -70,7 +70,7 @@ enum class ModelKind : int {
 };
 
 enum class CostKind : int { State, Control, EndEffector, Residual };
-enum class RowKind : int { ControlBox, StateBox, StateEquality, Expression };
+enum class RowKind : int { ControlBox, StateBox, StateEquality, Expression, CircleObstacle };
 enum class WeightForm : int { Scalar, Diagonal, Dense };  // problems::Weight::Form
 enum class Stages : int { All, Running, Terminal };       // problems::StageSet
 enum class ConstraintSet : int { Inequality, Equality };   // which rows knot_rows evaluates
@@ -111,7 +111,8 @@ struct CostRecord {
 // `lower`, `upper` (count doubles each) are in the slice, for state_equality `lower` is the target.
 // rows: the rows it adds at a knot where it is active (one per finite bound; count for equality).
 // An expression constraint has `tape` (its TermTape) and `index` (rows ExprRow) in the arena, and
-// its bounds in those rows.
+// its bounds in those rows. A circle obstacle (one row, r^2 - |p - c|^2) has the two state entries
+// of the planar position p at `index`, its center c at `lower` (2) and its radius r at `upper` (1).
 struct RowRecord {
   RowKind kind = RowKind::StateBox;
   Stages stages = Stages::All;
@@ -957,6 +958,17 @@ KNOT_HD_NOINLINE int knot_rows(const BatchProblem& P, const unsigned char* arena
     if (c.kind == RowKind::Expression) {
       detail::expression_rows(P, arena, c, x_k, u_k, g + row, jac != nullptr ? jac + std::size_t(row) * nw : nullptr,
                               work);
+      row += c.rows;
+      continue;
+    }
+    if (c.kind == RowKind::CircleObstacle) {  // CircleObstacle::jacobian's arithmetic
+      const T dx = x_k[index[0]] - T(lo[0]), dy = x_k[index[1]] - T(lo[1]);
+      const T r = T(hi[0]);
+      g[row] = r * r - (dx * dx + dy * dy);
+      if (jac != nullptr) {
+        jac[std::size_t(row) * nw + index[0]] = T(-2.0) * dx;
+        jac[std::size_t(row) * nw + index[1]] = T(-2.0) * dy;
+      }
       row += c.rows;
       continue;
     }

@@ -1,4 +1,5 @@
-// --- The LQ step's Riccati recursion on one warp, each stage's rows in registers (CUDA only) ---
+// --- The LQ step's Riccati recursion for a stage that fits a warp: products over the block, the
+// eliminations in one warp's registers (CUDA only) ---
 //
 // riccati_solve (riccati.hpp) spreads each knot's products over a CUDA block and passes about
 // 4 + nu + 1 block barriers a knot, each between short dependent chains in global memory: 47,000
