@@ -164,6 +164,17 @@ CircleObstacle::CircleObstacle(TermInfo info, const Model& model, std::array<dou
     fail(info_, type(), "radius: expected a finite value > 0, found " + text::format_number(radius_));
 }
 
+void CircleObstacle::set_geometry(std::array<double, 2> center, double radius) {
+  if (!std::isfinite(center[0]) || !std::isfinite(center[1]))
+    throw std::invalid_argument("circle_obstacle '" + info_.name + "': center: expected finite values, found [" +
+                                text::format_number(center[0]) + ", " + text::format_number(center[1]) + "]");
+  if (!(radius > 0) || !std::isfinite(radius))
+    throw std::invalid_argument("circle_obstacle '" + info_.name + "': radius: expected a finite value > 0, found " +
+                                text::format_number(radius));
+  center_ = center;
+  radius_ = radius;
+}
+
 void CircleObstacle::evaluate(const StagePoint& p, double* g) const {
   const double* x = need(p.x, info_, type(), "a state");
   const double dx = x[ix_[0]] - center_[0], dy = x[ix_[1]] - center_[1];

@@ -94,11 +94,14 @@ std::shared_ptr<problems::CostTerm> own_copy(const std::shared_ptr<problems::Cos
   return c;
 }
 
-// Box terms are copied per problem too, so that set_bounds can move one problem's bounds.
+// Box and obstacle terms are copied per problem too, so that set_bounds and set_obstacle can move
+// one problem's.
 std::shared_ptr<problems::ConstraintTerm> own_copy(const std::shared_ptr<problems::ConstraintTerm>& c) {
   if (const auto* t = dynamic_cast<const problems::ControlBox*>(c.get()))
     return std::make_shared<problems::ControlBox>(*t);
   if (const auto* t = dynamic_cast<const problems::StateBox*>(c.get())) return std::make_shared<problems::StateBox>(*t);
+  if (const auto* t = dynamic_cast<const problems::CircleObstacle*>(c.get()))
+    return std::make_shared<problems::CircleObstacle>(*t);
   return c;
 }
 
@@ -136,6 +139,7 @@ struct BatchSolver::Impl {
   std::vector<std::exception_ptr> errors;  // one per problem, set only if its solve() threw
   // Problem i's box terms (its own copies, held by its Solver's problem), in the problem's order.
   std::vector<std::vector<problems::ConstraintTerm*>> boxes;
+  std::vector<std::vector<problems::CircleObstacle*>> obstacles;  // problem i's own (solvers path)
   // ---- Device path: DeviceSqp per problem on the pool (cpu), or the engine (cuda)
   std::vector<device::DeviceSqp> devices;
   std::unique_ptr<BatchEngine> engine;
@@ -309,11 +313,14 @@ BatchSolver::BatchSolver(problems::Problem problem, int batch_size, const BatchO
       problems::Problem copy = problem;
       for (auto& c : copy.costs) c = own_copy(c);
       std::vector<problems::ConstraintTerm*> boxes;
+      std::vector<problems::CircleObstacle*> obstacles;
       for (auto& c : copy.constraints) {
         c = own_copy(c);
         if (c->box() != nullptr) boxes.push_back(c.get());
+        if (auto* o = dynamic_cast<problems::CircleObstacle*>(c.get())) obstacles.push_back(o);
       }
       m.boxes.push_back(std::move(boxes));
+      m.obstacles.push_back(std::move(obstacles));
       m.solvers.emplace_back(std::move(copy), solver_options);
     }
   } else {
@@ -446,6 +453,20 @@ void BatchSolver::set_bounds(int i, std::string_view constraint_name, std::span<
     return;
   }
   throw std::invalid_argument("BatchSolver::set_bounds: no control_box or state_box constraint named '" +
+                              std::string(constraint_name) + "'");
+}
+
+void BatchSolver::set_obstacle(int i, std::string_view constraint_name, std::array<double, 2> center, double radius) {
+  Impl& m = *impl_;
+  m.check(i);
+  try {
+    if (m.path != BatchPath::Solvers) return device::set_slice_obstacle(m.compiled(), m.slice(i), constraint_name, center, radius);
+    for (problems::CircleObstacle* o : m.obstacles[static_cast<std::size_t>(i)])
+      if (o->info().name == constraint_name) return o->set_geometry(center, radius);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("BatchSolver::set_obstacle: ") + e.what());
+  }
+  throw std::invalid_argument("BatchSolver::set_obstacle: no circle_obstacle constraint named '" +
                               std::string(constraint_name) + "'");
 }
 

@@ -384,6 +384,23 @@ void set_slice_reference(const BatchProblemData& d, double* slice, std::string_v
       slice[r.ref + row * dim + j] = ref[ref.size() == dim ? j : row * dim + j];
 }
 
+void set_slice_obstacle(const BatchProblemData& d, double* slice, std::string_view constraint,
+                        std::array<double, 2> center, double radius) {
+  check_slice(d, slice, "set_slice_obstacle");
+  const int i = find_name(d.ineq_names, constraint);
+  const RowRecord* r = i < 0 ? nullptr : arena_at<RowRecord>(d.arena.data(), d.problem.ineq_terms) + i;
+  if (r == nullptr || r->kind != RowKind::CircleObstacle)
+    throw std::invalid_argument("set_slice_obstacle: no circle_obstacle named '" + std::string(constraint) + "'");
+  if (!std::isfinite(center[0]) || !std::isfinite(center[1]) || !(radius > 0) || !std::isfinite(radius))
+    throw std::invalid_argument("set_slice_obstacle: circle_obstacle '" + std::string(constraint) +
+                                "': expected a finite center and a finite radius > 0, found [" +
+                                std::to_string(center[0]) + ", " + std::to_string(center[1]) + "] and " +
+                                std::to_string(radius));
+  slice[r->lower] = center[0];
+  slice[r->lower + 1] = center[1];
+  slice[r->upper] = radius;
+}
+
 void set_slice_bounds(const BatchProblemData& d, double* slice, std::string_view constraint,
                       std::span<const double> lower, std::span<const double> upper) {
   check_slice(d, slice, "set_slice_bounds");

@@ -165,6 +165,33 @@ TEST(BatchDevice, PerProblemReferencesAndBoundsReachOnlyTheirProblem) {
   EXPECT_THROW(batch.set_reference(0, "nope", ref), std::invalid_argument);
 }
 
+// set_obstacle reaches problem i's slice only; the result is a Solver's on the file with that
+// obstacle moved by --set.
+TEST(BatchDevice, PerProblemObstacleReachesOnlyItsProblem) {
+  const problems::Problem p = load_config("unicycle_obstacles");
+  BatchOptions o;
+  o.solver = device_fit(p);
+  BatchSolver batch(p, 2, o);
+  ASSERT_EQ(batch.path(), BatchPath::Device);
+  batch.set_obstacle(1, "tree", {2.9, -0.35}, 0.5);
+  batch.solve();
+  solver::Solver plain(p, *o.solver);
+  plain.solve();
+  const problems::Problem moved =
+      load_config("unicycle_obstacles", {"constraints[2].center=[2.9, -0.35]", "constraints[2].radius=0.5"});
+  solver::Solver with_obstacle(moved, *o.solver);
+  with_obstacle.solve();
+  const auto near = [](const solver::Solution& a, const solver::Solution& b) {
+    return a.status == b.status && std::abs(a.cost - b.cost) <= 1e-9 * std::max(1.0, std::abs(b.cost));
+  };
+  EXPECT_TRUE(near(batch.solution(0), plain.solution())) << batch.solution(0).cost << " " << plain.solution().cost;
+  EXPECT_TRUE(near(batch.solution(1), with_obstacle.solution()))
+      << batch.solution(1).cost << " " << with_obstacle.solution().cost;
+  EXPECT_FALSE(near(batch.solution(1), plain.solution()));  // negative control: another problem
+  EXPECT_THROW(batch.set_obstacle(0, "tree", {2.9, -0.35}, -1.0), std::invalid_argument);
+  EXPECT_THROW(batch.set_obstacle(0, "speed_limits", {2.9, -0.35}, 0.5), std::invalid_argument);
+}
+
 // An expression model (ModelKind::Expression) in the pool: each problem bitwise what DeviceSqp gives
 // alone, for every thread count; Auto takes the device path for it and for planar_quadrotor's
 // expression terms, while a control-rate cost sends the expression model to the Solvers path, named.

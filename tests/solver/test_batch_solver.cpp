@@ -236,6 +236,35 @@ TEST(BatchSolver, BoundsPerProblem) {
   EXPECT_THROW(batch.set_bounds(3, name, lo, hi), std::out_of_range);
 }
 
+// set_obstacle(i, ...) moves problem i's obstacle alone; the reference is a Solver on the file with
+// that obstacle moved by --set.
+TEST(BatchSolver, ObstaclePerProblem) {
+  const problems::Problem p = load_config("unicycle_obstacles");
+  BatchSolver batch(p, 3, BatchOptions{});
+  ASSERT_EQ(batch.path(), solver::BatchPath::Solvers);
+  batch.set_obstacle(1, "rock", {1.6, 0.3}, 0.45);
+  batch.solve();
+  const auto* rock = dynamic_cast<const problems::CircleObstacle*>(p.constraints[1].get());
+  ASSERT_NE(rock, nullptr);
+  EXPECT_EQ(rock->radius(), 0.5);  // the Problem the batch was built from keeps its obstacle
+
+  const problems::Problem moved =
+      load_config("unicycle_obstacles", {"constraints[1].center=[1.6, 0.3]", "constraints[1].radius=0.45"});
+  solver::Solver s(moved, sqp_options(moved));
+  s.solve();
+  const Record want_moved = record(s.solution(), s.stats());
+  const std::vector<Record> want = separate_solves(p, {p.x0});
+  EXPECT_EQ(difference(record(batch.solution(0), batch.stats(0)), want[0]), "");
+  EXPECT_EQ(difference(record(batch.solution(1), batch.stats(1)), want_moved), "");
+  EXPECT_EQ(difference(record(batch.solution(2), batch.stats(2)), want[0]), "");
+  EXPECT_NE(difference(want_moved, want[0]), "");  // the moved obstacle does change the answer
+
+  EXPECT_THROW(batch.set_obstacle(0, "rock", {kNaN, 0.0}, 0.5), std::invalid_argument);
+  EXPECT_THROW(batch.set_obstacle(0, "rock", {1.0, 0.0}, 0.0), std::invalid_argument);
+  EXPECT_THROW(batch.set_obstacle(0, "speed_limits", {1.0, 0.0}, 0.5), std::invalid_argument);
+  EXPECT_THROW(batch.set_obstacle(3, "rock", {1.0, 0.0}, 0.5), std::out_of_range);
+}
+
 // The comparisons can fail: a one-ulp change, and a problem solved from another start.
 TEST(BatchSolver, NegativeControl) {
   const problems::Problem p = load_config("cartpole_swingup");

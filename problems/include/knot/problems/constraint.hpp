@@ -106,6 +106,10 @@ class CircleObstacle final : public ConstraintTerm {
   const std::array<int, 2>& planar_index() const { return ix_; }  // the state entries of the position
   const std::array<double, 2>& center() const { return center_; }
   double radius() const { return radius_; }
+  // Moves the obstacle (the row stays: one per knot where it is active). Throws
+  // std::invalid_argument, the obstacle unchanged, unless the center is finite and the radius
+  // finite and > 0.
+  void set_geometry(std::array<double, 2> center, double radius);
 
  private:
   int nx_;

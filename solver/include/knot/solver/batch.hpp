@@ -20,6 +20,7 @@
 // nothing. One BatchSolver is driven from one thread at a time; separate BatchSolvers are independent.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -122,6 +123,10 @@ class BatchSolver {
   // for an unknown name. Allocates nothing; takes effect at the next solve.
   void set_bounds(int i, std::string_view constraint_name, std::span<const double> lower,
                   std::span<const double> upper);
+  // Moves problem i's circle_obstacle term `constraint_name`: a finite center, a finite radius > 0.
+  // Throws std::invalid_argument otherwise or for an unknown name. Allocates nothing; takes effect
+  // at the next solve.
+  void set_obstacle(int i, std::string_view constraint_name, std::array<double, 2> center, double radius);
   void set_initial_guess(int i, std::span<const double> x, std::span<const double> u);
   // Problem i's model replaced by `model` for its next solves (the others keep theirs): a model of
   // the same type and shape (problems::model_swap_refusal), typically problems::with_parameters of

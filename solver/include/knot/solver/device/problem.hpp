@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cmath>
+#include <array>
 #include <cstddef>
 #include <cstring>
 #include <span>
@@ -184,6 +185,9 @@ void set_slice_reference(const BatchProblemData& d, double* slice, std::string_v
 // where it is infinite (the row layout is fixed at compilation).
 void set_slice_bounds(const BatchProblemData& d, double* slice, std::string_view constraint,
                       std::span<const double> lower, std::span<const double> upper);
+// A circle_obstacle term's center and radius (finite, radius > 0).
+void set_slice_obstacle(const BatchProblemData& d, double* slice, std::string_view constraint,
+                        std::array<double, 2> center, double radius);
 
 // ---- arena access -------------------------------------------------------------------------------
 
