@@ -168,6 +168,23 @@ TEST(BatchSolver, MpcStepsMatchSeparateSolvers) {
   }
 }
 
+// Problems 0 and 2 of a batch of 3 solved from p's x0 are bitwise p's separate solve, problem 1 is
+// bitwise `want_moved`, and the two answers differ (the change does change the answer).
+void expect_only_problem_1_moved(const BatchSolver& batch, const problems::Problem& p, const Record& want_moved) {
+  const std::vector<Record> want = separate_solves(p, {p.x0});
+  EXPECT_EQ(difference(record(batch.solution(0), batch.stats(0)), want[0]), "");
+  EXPECT_EQ(difference(record(batch.solution(1), batch.stats(1)), want_moved), "");
+  EXPECT_EQ(difference(record(batch.solution(2), batch.stats(2)), want[0]), "");
+  EXPECT_NE(difference(want_moved, want[0]), "");
+}
+
+// What a Solver on `p` with the file's options gives.
+Record solved(const problems::Problem& p) {
+  solver::Solver s(p, sqp_options(p));
+  s.solve();
+  return record(s.solution(), s.stats());
+}
+
 // set_reference(i, ...) changes problem i alone; the Problem the batch was built from keeps its own.
 TEST(BatchSolver, ReferencePerProblem) {
   const problems::Problem p = load_config("cartpole_swingup");
@@ -188,12 +205,7 @@ TEST(BatchSolver, ReferencePerProblem) {
   solver::Solver s(load_config("cartpole_swingup"));
   s.set_reference(tracked->info().name, moved);
   s.solve();
-  const Record want_moved = record(s.solution(), s.stats());
-  const std::vector<Record> want = separate_solves(p, {p.x0});
-  EXPECT_EQ(difference(record(batch.solution(0), batch.stats(0)), want[0]), "");
-  EXPECT_EQ(difference(record(batch.solution(1), batch.stats(1)), want_moved), "");
-  EXPECT_EQ(difference(record(batch.solution(2), batch.stats(2)), want[0]), "");
-  EXPECT_NE(difference(want_moved, want[0]), "");  // the moved reference does change the answer
+  expect_only_problem_1_moved(batch, p, record(s.solution(), s.stats()));
 }
 
 // set_bounds(i, ...) moves problem i's control bounds alone; the reference is a Solver built from
@@ -212,14 +224,7 @@ TEST(BatchSolver, BoundsPerProblem) {
 
   problems::Problem tight = p;
   tight.constraints[0] = std::make_shared<problems::ControlBox>(box.info(), p.nu(), lo, hi);
-  solver::Solver s(tight, sqp_options(tight));
-  s.solve();
-  const Record want_tight = record(s.solution(), s.stats());
-  const std::vector<Record> want = separate_solves(p, {p.x0});
-  EXPECT_EQ(difference(record(batch.solution(0), batch.stats(0)), want[0]), "");
-  EXPECT_EQ(difference(record(batch.solution(1), batch.stats(1)), want_tight), "");
-  EXPECT_EQ(difference(record(batch.solution(2), batch.stats(2)), want[0]), "");
-  EXPECT_NE(difference(want_tight, want[0]), "");  // the tighter bound does change the answer
+  expect_only_problem_1_moved(batch, p, solved(tight));
   double umax = 0;
   for (double u : batch.solution(1).u) umax = std::max(umax, u);
   EXPECT_LE(umax, 9.0 + 1e-6);
@@ -248,16 +253,9 @@ TEST(BatchSolver, ObstaclePerProblem) {
   ASSERT_NE(rock, nullptr);
   EXPECT_EQ(rock->radius(), 0.5);  // the Problem the batch was built from keeps its obstacle
 
-  const problems::Problem moved =
-      load_config("unicycle_obstacles", {"constraints[1].center=[1.6, 0.3]", "constraints[1].radius=0.45"});
-  solver::Solver s(moved, sqp_options(moved));
-  s.solve();
-  const Record want_moved = record(s.solution(), s.stats());
-  const std::vector<Record> want = separate_solves(p, {p.x0});
-  EXPECT_EQ(difference(record(batch.solution(0), batch.stats(0)), want[0]), "");
-  EXPECT_EQ(difference(record(batch.solution(1), batch.stats(1)), want_moved), "");
-  EXPECT_EQ(difference(record(batch.solution(2), batch.stats(2)), want[0]), "");
-  EXPECT_NE(difference(want_moved, want[0]), "");  // the moved obstacle does change the answer
+  expect_only_problem_1_moved(
+      batch, p,
+      solved(load_config("unicycle_obstacles", {"constraints[1].center=[1.6, 0.3]", "constraints[1].radius=0.45"})));
 
   EXPECT_THROW(batch.set_obstacle(0, "rock", {kNaN, 0.0}, 0.5), std::invalid_argument);
   EXPECT_THROW(batch.set_obstacle(0, "rock", {1.0, 0.0}, 0.0), std::invalid_argument);
