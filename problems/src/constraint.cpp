@@ -158,19 +158,21 @@ CircleObstacle::CircleObstacle(TermInfo info, const Model& model, std::array<dou
     if (i < 0 || i >= nx_)
       fail(info_, type(), "planar position: expected state indices in [0, " + std::to_string(nx_) + "), found " +
                               std::to_string(i));
-  if (!std::isfinite(center_[0]) || !std::isfinite(center_[1]))
-    fail(info_, type(), "center: expected finite values, found [" + text::format_number(center_[0]) + ", " + text::format_number(center_[1]) + "]");
-  if (!(radius_ > 0) || !std::isfinite(radius_))
-    fail(info_, type(), "radius: expected a finite value > 0, found " + text::format_number(radius_));
+  if (std::string why = geometry_error(center_, radius_); !why.empty()) fail(info_, type(), why);
+}
+
+std::string CircleObstacle::geometry_error(std::array<double, 2> center, double radius) {
+  if (!std::isfinite(center[0]) || !std::isfinite(center[1]))
+    return "center: expected finite values, found [" + text::format_number(center[0]) + ", " +
+           text::format_number(center[1]) + "]";
+  if (!(radius > 0) || !std::isfinite(radius))
+    return "radius: expected a finite value > 0, found " + text::format_number(radius);
+  return {};
 }
 
 void CircleObstacle::set_geometry(std::array<double, 2> center, double radius) {
-  if (!std::isfinite(center[0]) || !std::isfinite(center[1]))
-    throw std::invalid_argument("circle_obstacle '" + info_.name + "': center: expected finite values, found [" +
-                                text::format_number(center[0]) + ", " + text::format_number(center[1]) + "]");
-  if (!(radius > 0) || !std::isfinite(radius))
-    throw std::invalid_argument("circle_obstacle '" + info_.name + "': radius: expected a finite value > 0, found " +
-                                text::format_number(radius));
+  if (std::string why = geometry_error(center, radius); !why.empty())
+    throw std::invalid_argument("circle_obstacle '" + info_.name + "': " + why);
   center_ = center;
   radius_ = radius;
 }

@@ -460,7 +460,8 @@ void BatchSolver::set_obstacle(int i, std::string_view constraint_name, std::arr
   Impl& m = *impl_;
   m.check(i);
   try {
-    if (m.path != BatchPath::Solvers) return device::set_slice_obstacle(m.compiled(), m.slice(i), constraint_name, center, radius);
+    if (m.path != BatchPath::Solvers)
+      return device::set_slice_obstacle(m.compiled(), m.slice(i), constraint_name, center, radius);
     for (problems::CircleObstacle* o : m.obstacles[static_cast<std::size_t>(i)])
       if (o->info().name == constraint_name) return o->set_geometry(center, radius);
   } catch (const std::invalid_argument& e) {

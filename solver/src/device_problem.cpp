@@ -391,11 +391,8 @@ void set_slice_obstacle(const BatchProblemData& d, double* slice, std::string_vi
   const RowRecord* r = i < 0 ? nullptr : arena_at<RowRecord>(d.arena.data(), d.problem.ineq_terms) + i;
   if (r == nullptr || r->kind != RowKind::CircleObstacle)
     throw std::invalid_argument("set_slice_obstacle: no circle_obstacle named '" + std::string(constraint) + "'");
-  if (!std::isfinite(center[0]) || !std::isfinite(center[1]) || !(radius > 0) || !std::isfinite(radius))
-    throw std::invalid_argument("set_slice_obstacle: circle_obstacle '" + std::string(constraint) +
-                                "': expected a finite center and a finite radius > 0, found [" +
-                                std::to_string(center[0]) + ", " + std::to_string(center[1]) + "] and " +
-                                std::to_string(radius));
+  if (std::string why = problems::CircleObstacle::geometry_error(center, radius); !why.empty())
+    throw std::invalid_argument("set_slice_obstacle: circle_obstacle '" + std::string(constraint) + "': " + why);
   slice[r->lower] = center[0];
   slice[r->lower + 1] = center[1];
   slice[r->upper] = radius;

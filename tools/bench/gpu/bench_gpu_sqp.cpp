@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
       for (const solver::Linsys l : linsys)
         for (const bool warp : warps)
         for (const int threads : threads_list) {
-        if (l != solver::Linsys::Riccati && !warp) continue;  // the variants are Riccati's
+        if (l != solver::Linsys::Riccati && warp != warps.front()) continue;  // the variants are Riccati's
         // riccati: the warp recursion (the default); riccati-b: riccati_solve over the block.
         const std::string name = l == solver::Linsys::Riccati && !warp ? "riccati-b" : solver::to_string(l);
         const problems::Problem p = problems::load_problem(path, {"horizon.N=" + std::to_string(N)});

@@ -107,9 +107,11 @@ class CircleObstacle final : public ConstraintTerm {
   const std::array<double, 2>& center() const { return center_; }
   double radius() const { return radius_; }
   // Moves the obstacle (the row stays: one per knot where it is active). Throws
-  // std::invalid_argument, the obstacle unchanged, unless the center is finite and the radius
-  // finite and > 0.
+  // std::invalid_argument, the obstacle unchanged, when geometry_error finds something.
   void set_geometry(std::array<double, 2> center, double radius);
+  // Empty when center and radius describe an obstacle (a finite center, a finite radius > 0), else
+  // what is wrong ("radius: expected a finite value > 0, found 0").
+  static std::string geometry_error(std::array<double, 2> center, double radius);
 
  private:
   int nx_;

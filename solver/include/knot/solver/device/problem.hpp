@@ -21,8 +21,8 @@
 // for knot_cost/knot_rows (the end-effector terms' kinematics). Nothing allocates or throws.
 #pragma once
 
-#include <cmath>
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstring>
 #include <span>

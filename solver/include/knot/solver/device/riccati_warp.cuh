@@ -322,13 +322,14 @@ __device__ __noinline__ void forward(linalg::BlockGroup& g, const LqView<T> d, c
   const int rank = g.rank(), size = g.size(), lane = rank & 31;
   const bool warp0 = rank < 32, loaders = size >= 64;
   const int nx = d.nx, nu = d.nu, N = d.N;
-  T* const stage[2] = {sh, sh + Sh::kStage};
+  // Knot k's stage: sh + (k & 1) kStage (by arithmetic: an array of the two would live in local memory).
+  const auto stage = [&](int k) { return sh + (k & 1) * Sh::kStage; };
   T* xs = sh + 2 * Sh::kStage;  // x_k
   T* us = xs + NX;              // u_k
   const int xi = lane - NU;
   const bool is_u = lane < nu;
   const bool is_x = lane >= NU && xi < nx;
-  load_forward<T, NU, NX>(d, w, 0, stage[0], rank, size);
+  load_forward<T, NU, NX>(d, w, 0, stage(0), rank, size);
   T xv = T(0);
   if (warp0 && is_x) {
     xv = d.x_init[xi];
@@ -337,13 +338,11 @@ __device__ __noinline__ void forward(linalg::BlockGroup& g, const LqView<T> d, c
   g.sync();
   for (int k = 0; k < N; ++k) {
     KNOT_RICCATI_CLOCK;
-    const T* st = stage[k & 1];
+    const T* st = stage(k);
     if (!warp0) {
-      if (k + 1 < N) load_forward<T, NU, NX>(d, w, k + 1, stage[(k + 1) & 1], rank - 32, size - 32);
+      if (k + 1 < N) load_forward<T, NU, NX>(d, w, k + 1, stage(k + 1), rank - 32, size - 32);
     } else {
-      if (!loaders && k > 0) {
-        load_forward<T, NU, NX>(d, w, k, stage[k & 1], lane, 32);
-      }
+      if (!loaders && k > 0) load_forward<T, NU, NX>(d, w, k, stage(k), lane, 32);
       if (is_x) xs[xi] = xv;
       __syncwarp();
       // u lanes: t = kt + Y' x and their column of L (L(b, lane), b >= lane); x lanes: lambda_k and
