@@ -154,6 +154,9 @@ Status CudaBatch::create(const device::BatchProblemData& data, const device::Dev
   if (threads == 0) threads = default_batch_threads(batch);
   if (threads < kMinBatchThreads || threads > kMaxBatchThreads)
     return invalid("CudaBatch::create: threads (the block size) must be 0 or in 32..256");
+  if (options.hessian != 0)
+    return invalid("CudaBatch::create: the CUDA backend takes Gauss-Newton steps (hessian gauss_newton); the exact "
+                   "Hessian runs on the cpu backend");
   int count = 0;
   KNOT_BATCH_TRY(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
   if (count < 1) return invalid("CudaBatch::create: no CUDA device");

@@ -301,6 +301,10 @@ BatchSolver::BatchSolver(problems::Problem problem, int batch_size, const BatchO
                                  std::string("a problem the device path runs (backend ") + to_string(options.backend) +
                                      ", path " + to_string(options.path) + ")",
                                  refusal);
+  if (options.backend == BatchBackend::Cuda && solver_options.hessian != Hessian::GaussNewton)
+    throw problems::ProblemError(problems::SourceLocation{problem.source, 0, 0}, "solver.hessian",
+                                 "gauss_newton on backend cuda (the exact Hessian runs on backend cpu)",
+                                 to_string(solver_options.hessian), "set solver: {hessian: gauss_newton}");
   m.path = device_path ? BatchPath::Device : BatchPath::Solvers;
   m.refusal = device_path ? std::string() : refusal;
   m.errors.resize(static_cast<std::size_t>(batch_size));

@@ -7,14 +7,50 @@
 #include <stdexcept>
 
 #include "knot/linalg/group.hpp"
+#include "knot/solver/device/hessian.hpp"
 #include "knot/problems/error.hpp"
 
 namespace knot::solver::device {
 
+namespace {
+
+// Where Solver's exact Hessian has no closed form on the compiled problem (Solver differences its
+// gradient there; the device path has no differencing): empty when every piece has one.
+std::string exact_hessian_unsupported(const problems::Problem& problem) {
+  const BatchProblemData d = compile_batch_problem(problem);
+  const BatchProblem& P = d.problem;
+  const int nw = P.nx + P.nu;
+  if (P.model != ModelKind::Manipulator && detail::hessian_width(P.model, nw) == 0)
+    return "solver.hessian: the device path's exact Hessian takes models with nx + nu <= 24 (their second "
+           "derivatives on HyperDual), found nx + nu = " +
+           std::to_string(nw) + "; set hessian: gauss_newton";
+  const auto too_wide = [&](std::size_t tape_offset) {
+    return arena_at<TermTape>(d.arena.data(), tape_offset)->n_inputs > detail::kMaxTermCurvatureInputs;
+  };
+  const CostRecord* costs = arena_at<CostRecord>(d.arena.data(), P.costs);
+  for (int t = 0; t < P.n_costs; ++t)
+    if (costs[t].kind == CostKind::Residual && too_wide(costs[t].tape))
+      return "solver.hessian: cost '" + d.cost_names[static_cast<std::size_t>(t)] +
+             "' reads more than 16 states and controls, where the exact Hessian has no closed form; set hessian: "
+             "gauss_newton";
+  for (int pass = 0; pass < 2; ++pass) {
+    const RowRecord* rows = arena_at<RowRecord>(d.arena.data(), pass == 0 ? P.ineq_terms : P.eq_terms);
+    const std::vector<std::string>& names = pass == 0 ? d.ineq_names : d.eq_names;
+    for (int t = 0; t < (pass == 0 ? P.n_ineq_terms : P.n_eq_terms); ++t)
+      if (rows[t].kind == RowKind::Expression && too_wide(rows[t].tape))
+        return "solver.hessian: constraint '" + names[static_cast<std::size_t>(t)] +
+               "' reads more than 16 states and controls, where the exact Hessian has no closed form; set hessian: "
+               "gauss_newton";
+  }
+  return {};
+}
+
+}  // namespace
+
 std::string device_sqp_unsupported(const problems::Problem& problem, const SolverOptions& o) {
   if (std::string why = device_path_unsupported(problem); !why.empty()) return why;
   if (o.hessian != Hessian::GaussNewton)
-    return std::string("solver.hessian: the device path takes Gauss-Newton steps only, found ") + to_string(o.hessian);
+    if (std::string why = exact_hessian_unsupported(problem); !why.empty()) return why;
   const Linsys linsys =
       o.lq.linsys == Linsys::Auto ? lq_auto_linsys(problem.nx(), problem.nu(), problem.horizon.N) : o.lq.linsys;
   if (linsys == Linsys::KktLdlt)
@@ -76,6 +112,9 @@ DeviceOptions device_options(const SolverOptions& s) {
   o.schur.riccati_fallback = lq.riccati_fallback;
   o.schur.inexact_rollout = lq.inexact_rollout;
   o.lq_forcing = s.lq_forcing;
+  o.hessian = s.hessian == Hessian::GaussNewton ? 0 : s.hessian == Hessian::Exact ? 1 : 2;
+  o.hessian_switch_ratio = s.hessian_switch_ratio;
+  o.hessian_switch_window = s.hessian_switch_window;
   return o;
 }
 

@@ -224,6 +224,9 @@ void Solver::Impl::start_cold(std::span<const double> x, std::span<const double>
   std::copy(u.begin(), u.end(), sol.u.begin());
   std::fill(sol.lambda.begin(), sol.lambda.end(), 0.0);
   std::fill(sol.y.begin(), sol.y.end(), 0.0);
+  // The duals too: the exact Hessian of a cold start's first linearization weighs the rows' curvature
+  // with z, which must not be what an earlier solve left (the device path's first iterate has the same).
+  std::fill(sol.z.begin(), sol.z.end(), opt.dual_init);
   cold = true;
   warm_shift = false;
 }

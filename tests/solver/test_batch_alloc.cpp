@@ -31,17 +31,19 @@ TEST(BatchAlloc, CounterCountsOtherThreadsAndConstruction) {
   EXPECT_GE(allocations_during([&] { solver::BatchSolver b(p, 3); }), 3);
 }
 
-// device: the device path (Gauss-Newton, Riccati), which has no shift(): the steps move x0, the
-// references and the bounds only.
-void expect_allocation_free(const std::string& name, int B, int threads, bool device = false) {
-  SCOPED_TRACE(name + (device ? " (device path)" : ""));
+// The solvers path; the device path with Gauss-Newton and Riccati; the device path with the file's
+// options (hessian auto: its exact steps too). The device path has no shift(): its steps move x0,
+// the references and the bounds only.
+enum class Path { Solvers, DeviceGaussNewton, DeviceFileOptions };
+
+void expect_allocation_free(const std::string& name, int B, int threads, Path path = Path::Solvers) {
+  const bool device = path != Path::Solvers;
+  SCOPED_TRACE(name + (path == Path::Solvers ? "" : path == Path::DeviceGaussNewton ? " (device path)" : " (device path, file options)"));
   const problems::Problem p = load_config(name);
   solver::BatchOptions o;
   o.threads = threads;
-  if (device) {
-    o.solver = solver::device::device_path_options(solver::from_settings(p.solver));
-    o.path = solver::BatchPath::Device;
-  }
+  o.path = device ? solver::BatchPath::Device : solver::BatchPath::Solvers;
+  if (path == Path::DeviceGaussNewton) o.solver = solver::device::device_path_options(solver::from_settings(p.solver));
   solver::BatchSolver batch(p, B, o);
   ASSERT_EQ(batch.threads(), std::min(B, threads));
   const problems::CostTerm* tracked = nullptr;
@@ -87,8 +89,10 @@ TEST(BatchAlloc, SolveAllocatesNothing) {
   expect_allocation_free("unicycle_obstacles", 3, 3);
   expect_allocation_free("iiwa14_gravity_limits", 2, 2);
   expect_allocation_free("double_integrator_lqr", 5, 1);  // no pool threads: the caller alone
-  expect_allocation_free("pendulum_swingup", 3, 2, true);
-  expect_allocation_free("iiwa14_gravity_limits", 2, 2, true);
+  expect_allocation_free("pendulum_swingup", 3, 2, Path::DeviceGaussNewton);
+  expect_allocation_free("iiwa14_gravity_limits", 2, 2, Path::DeviceGaussNewton);
+  expect_allocation_free("iiwa14_reach", 2, 2, Path::DeviceFileOptions);  // switches to the exact Hessian
+  expect_allocation_free("unicycle_obstacles", 2, 2, Path::DeviceFileOptions);
 }
 
 // After set_model_parameters (which allocates the new model), the solves allocate nothing, on both
@@ -99,10 +103,8 @@ TEST(BatchAlloc, SolveAfterAModelChangeAllocatesNothing) {
     SCOPED_TRACE(device ? "device path" : "solvers path");
     solver::BatchOptions o;
     o.threads = 2;
-    if (device) {
-      o.solver = solver::device::device_path_options(solver::from_settings(p.solver));
-      o.path = solver::BatchPath::Device;
-    }
+    o.path = device ? solver::BatchPath::Device : solver::BatchPath::Solvers;
+    if (device) o.solver = solver::device::device_path_options(solver::from_settings(p.solver));
     solver::BatchSolver batch(p, 3, o);
     batch.set_model_parameters(1, {{"mass", {1.3}}});
     EXPECT_GT(allocations_during([&] { batch.set_model_parameters(2, {{"mass", {0.8}}}); }), 0);

@@ -335,15 +335,17 @@ TEST(BatchDevice, AutoTakesTheDevicePathWhereItFitsAndSaysWhyNot) {
   BatchOptions o;
   o.solver = device_fit(p);
   EXPECT_EQ(BatchSolver(p, 2, o).path(), BatchPath::Device);
-  o.solver->hessian = solver::Hessian::Auto;
-  BatchSolver auto_hessian(p, 2, o);
-  EXPECT_EQ(auto_hessian.path(), BatchPath::Solvers);
-  EXPECT_NE(auto_hessian.device_path_refusal().find("solver.hessian"), std::string::npos);
+  // The file's own options (hessian auto) fit it too.
+  EXPECT_EQ(BatchSolver(p, 2).path(), BatchPath::Device);
+  o.solver->lq.linsys = solver::Linsys::KktLdlt;
+  BatchSolver kkt(p, 2, o);
+  EXPECT_EQ(kkt.path(), BatchPath::Solvers);
+  EXPECT_NE(kkt.device_path_refusal().find("solver.linsys"), std::string::npos) << kkt.device_path_refusal();
   // Asked for explicitly, the device path refuses what it cannot run, naming it.
   o.path = BatchPath::Device;
   EXPECT_THROW(BatchSolver(p, 2, o), problems::ProblemError);
   // The device path has no Solver per problem and no warm start.
-  o.solver->hessian = solver::Hessian::GaussNewton;
+  o.solver->lq.linsys = solver::Linsys::Riccati;
   BatchSolver device(p, 2, o);
   EXPECT_THROW(device.solver(0), std::logic_error);
   EXPECT_THROW(device.shift(0), std::logic_error);

@@ -42,6 +42,14 @@ Record record(const solver::Solution& sol, const solver::Stats& st) {
   return r;
 }
 
+// The solvers path (B Solvers), which this file holds to separate Solvers bit for bit; path auto
+// takes the device path where the problem fits it (test_batch_device.cpp).
+BatchOptions solvers_path() {
+  BatchOptions o;
+  o.path = solver::BatchPath::Solvers;
+  return o;
+}
+
 // Empty when a and b are the same bit for bit, else the first field that differs.
 std::string difference(const Record& a, const Record& b) {
   if (a.status != b.status)
@@ -75,7 +83,7 @@ std::vector<Record> separate_solves(const problems::Problem& p, const std::vecto
 }
 
 std::vector<Record> batch_solves(const problems::Problem& p, const std::vector<std::vector<double>>& x0, int threads) {
-  BatchOptions o;
+  BatchOptions o = solvers_path();
   o.threads = threads;
   BatchSolver batch(p, static_cast<int>(x0.size()), o);
   for (std::size_t i = 0; i < x0.size(); ++i) batch.set_initial_state(static_cast<int>(i), x0[i]);
@@ -143,7 +151,7 @@ TEST(BatchSolver, MpcStepsMatchSeparateSolvers) {
   const problems::Problem p = load_config("cartpole_mpc");
   const int B = 4, steps = 3;
   const auto x0 = perturbed_starts(p, B, 1e-2);
-  BatchOptions o;
+  BatchOptions o = solvers_path();
   o.threads = 2;
   BatchSolver batch(p, B, o);
   std::vector<solver::Solver> separate;
@@ -196,7 +204,7 @@ TEST(BatchSolver, ReferencePerProblem) {
   problems::Reference moved = original;
   moved.values[0] += 0.3;
 
-  BatchSolver batch(p, 3, BatchOptions{});
+  BatchSolver batch(p, 3, solvers_path());
   batch.set_reference(1, tracked->info().name, moved);
   batch.solve();
   EXPECT_TRUE(bitwise_equal(tracked->reference()->values, original.values));
@@ -217,7 +225,7 @@ TEST(BatchSolver, BoundsPerProblem) {
   ASSERT_EQ(box.type(), "control_box");
   const std::vector<double> lo = {-12.0}, hi = {9.0};
 
-  BatchSolver batch(p, 3, BatchOptions{});
+  BatchSolver batch(p, 3, solvers_path());
   batch.set_bounds(1, box.info().name, lo, hi);
   batch.solve();
   EXPECT_EQ(box.box()->upper[0], 80.0);  // the Problem the batch was built from keeps its bounds
@@ -245,7 +253,7 @@ TEST(BatchSolver, BoundsPerProblem) {
 // that obstacle moved by --set.
 TEST(BatchSolver, ObstaclePerProblem) {
   const problems::Problem p = load_config("unicycle_obstacles");
-  BatchSolver batch(p, 3, BatchOptions{});
+  BatchSolver batch(p, 3, solvers_path());
   ASSERT_EQ(batch.path(), solver::BatchPath::Solvers);
   batch.set_obstacle(1, "rock", {1.6, 0.3}, 0.45);
   batch.solve();

@@ -8,10 +8,11 @@
 // problems_per_s is the throughput, solved the problems that ended solved per call. The pool uses
 // every core (BatchOptions::threads = 0), reported as the counter threads.
 //
-// BatchPool and SeparateSolvers run the problem file's options (hessian auto: the solvers path).
-// DevicePool is the batch on the device path (device/sqp.hpp: the per-knot phases the GPU runs too),
-// which takes Gauss-Newton steps and the Riccati LQ; SeparateSolversGaussNewton is its like-for-like
-// reference, B Solvers with those same options.
+// BatchPool (the solvers path: B Solvers on the pool) and SeparateSolvers run the problem file's
+// options (hessian auto). DevicePoolAuto is the batch on the device path (device/sqp.hpp: the
+// per-knot phases the GPU runs too) with those same options, the exact Hessian included. DevicePool
+// is the device path with Gauss-Newton steps and the Riccati LQ (what the CUDA backend runs);
+// SeparateSolversGaussNewton is its like-for-like reference, B Solvers with those options.
 #include <benchmark/benchmark.h>
 
 #include <filesystem>
@@ -61,17 +62,17 @@ solver::SolverOptions gauss_newton(const problems::Problem& p) {
   return solver::device::device_path_options(solver::from_settings(p.solver));
 }
 
-void pool(benchmark::State& state, bool device) {
+enum class Pool { Solvers, Device, DeviceAuto };
+
+void pool(benchmark::State& state, Pool kind) {
   const problems::Problem p = load_config(kConfigs[state.range(0)]);
   const int B = static_cast<int>(state.range(1));
   const auto x0 = starts(p, B);
   const auto gx = guesses(p, x0);
   const std::vector<double> gu(static_cast<std::size_t>(p.horizon.N) * p.nu(), 0.0);
   solver::BatchOptions o;
-  if (device) {
-    o.path = solver::BatchPath::Device;
-    o.solver = gauss_newton(p);
-  }
+  o.path = kind == Pool::Solvers ? solver::BatchPath::Solvers : solver::BatchPath::Device;
+  if (kind == Pool::Device) o.solver = gauss_newton(p);
   solver::BatchSolver batch(p, B, o);
   int solved = 0;
   for (auto _ : state) {
@@ -120,13 +121,15 @@ void Sizes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"config", "B"})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
 }
 
-void BatchPool(benchmark::State& state) { pool(state, false); }
+void BatchPool(benchmark::State& state) { pool(state, Pool::Solvers); }
 void SeparateSolvers(benchmark::State& state) { separate(state, false); }
-void DevicePool(benchmark::State& state) { pool(state, true); }
+void DevicePoolAuto(benchmark::State& state) { pool(state, Pool::DeviceAuto); }
+void DevicePool(benchmark::State& state) { pool(state, Pool::Device); }
 void SeparateSolversGaussNewton(benchmark::State& state) { separate(state, true); }
 
 BENCHMARK(BatchPool)->Apply(Sizes);
 BENCHMARK(SeparateSolvers)->Apply(Sizes);
+BENCHMARK(DevicePoolAuto)->Apply(Sizes);
 BENCHMARK(DevicePool)->Apply(Sizes);
 BENCHMARK(SeparateSolversGaussNewton)->Apply(Sizes);
 

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "knot/linalg/config.hpp"
 #include "knot/problems/model.hpp"
 
 namespace knot::problems {
@@ -64,7 +65,7 @@ class Integrator {
 // HyperDual). f(x, u, out) evaluates the model; work holds 2 n scalars; y (n) receives x_next and
 // may not alias x. Implicit schemes are not handled here (false).
 template <class S, class Dyn>
-bool explicit_step(IntegratorType type, bool discrete, int n, int nq, const Dyn& f, const S* x, const S* u, double dt,
+KNOT_HD bool explicit_step(IntegratorType type, bool discrete, int n, int nq, const Dyn& f, const S* x, const S* u, double dt,
                    S* y, S* work) {
   S* fv = work;
   S* acc = work + n;
@@ -108,7 +109,7 @@ bool explicit_step(IntegratorType type, bool discrete, int n, int nq, const Dyn&
 
 // Scratch of explicit_step_jacobian, in scalars: f, acc (n each), fx, Sx, Kx (n x n each) and fu,
 // Su, Ku (n x m each).
-constexpr std::size_t explicit_step_jacobian_work(int n, int m) {
+KNOT_HD constexpr std::size_t explicit_step_jacobian_work(int n, int m) {
   return 2 * std::size_t(n) + 3 * (std::size_t(n) * n + std::size_t(n) * m);
 }
 
@@ -121,7 +122,7 @@ constexpr std::size_t explicit_step_jacobian_work(int n, int m) {
 // may not alias x, u or work. velocity_rows states that f's first nq rows are x[nq..2 nq) (q' = v,
 // nx = 2 nq), so that their products are skipped. Implicit schemes are not handled here (false).
 template <class S, class Jac>
-bool explicit_step_jacobian(IntegratorType type, bool discrete, int n, int m, int nq, bool velocity_rows,
+KNOT_HD bool explicit_step_jacobian(IntegratorType type, bool discrete, int n, int m, int nq, bool velocity_rows,
                             const Jac& jac, const S* x, const S* u, double dt, S* y, S* A, S* B, S* work) {
   const std::size_t nn = std::size_t(n) * n, nm = std::size_t(n) * m;
   S* f = work;

@@ -21,14 +21,17 @@
 namespace knot::solver::device {
 
 // Why `problem` with `options` cannot run on the device path (a message naming the term, model or
-// option), or empty when it can. The options: Gauss-Newton Hessian, an LQ step by riccati, bdsv or
-// pcg (linsys auto picks riccati), no time limit, no real-time iteration.
+// option), or empty when it can. The options: an LQ step by riccati, bdsv or pcg (linsys auto picks
+// riccati), no time limit, no real-time iteration; the Hessian gauss_newton, or exact and auto where
+// every piece of the Lagrangian has a closed-form second derivative (a ModelAdapter model with
+// nx + nu <= 24, expression terms reading at most 16 inputs; the manipulator always). The CUDA
+// backend takes gauss_newton only (BatchSolver and CudaBatch refuse the others).
 std::string device_sqp_unsupported(const problems::Problem& problem, const SolverOptions& options);
 
 DeviceOptions device_options(const SolverOptions& options);
 
-// `options` with what the device path needs of them: the Gauss-Newton Hessian, and the Riccati LQ
-// step unless bdsv or pcg is asked for; every other field as given.
+// `options` with what every device backend (the CUDA one too) runs: the Gauss-Newton Hessian, and
+// the Riccati LQ step unless bdsv or pcg is asked for; every other field as given.
 SolverOptions device_path_options(SolverOptions options);
 
 // Solver's message for a device result ("filter line search stalled at ...").

@@ -14,35 +14,56 @@
 // members read the N + 1 knot costs after the barrier, and a knot whose outputs are not all finite
 // stores NaN as its cost).
 //
+// With `hessian` (the exact Hessian; null: Gauss-Newton) each knot's Q_k, R_k, S_k then take the
+// Lagrangian's curvature at the given multipliers (knot_hessian, hessian.hpp), as Solver's linearize
+// does under hessian exact.
+//
 // Operands (LqView's layout, lq.hpp): x (N+1) x nx, u N x nu, both knot after knot; ineq_value
 // P.n_ineq, ineq_jac P.n_ineq x (nx + nu), eq_value P.n_eq, eq_jac P.n_eq x (nx + nu); knot_costs
-// N + 1. work: g.size() * linearize_work_size(P) scalars, member r using the part at
-// r * linearize_work_size(P).
+// N + 1. work: g.size() * linearize_work_size(P, exact) scalars, member r using the part at
+// r * linearize_work_size(P, exact), exact = (hessian != null).
 #pragma once
 
 #include <cmath>
 #include <cstddef>
 
 #include "knot/linalg/config.hpp"
+#include "knot/solver/device/hessian.hpp"
 #include "knot/solver/device/problem.hpp"
 #include "knot/solver/device/views.hpp"
 
 namespace knot::solver::device {
 
-// Scalars T of one member's scratch.
+// The exact Hessian is compiled into host translation units only for now: CUDA ones leave it out
+// (the CUDA backend refuses hessian exact and auto; hessian.hpp says why).
+#if defined(__CUDACC__)
+inline constexpr bool kExactHessianCompiled = false;
+#else
+inline constexpr bool kExactHessianCompiled = true;
+#endif
+
+// The multipliers the exact Hessian weighs the curvature with (the iterate's, each times `scale`).
+template <class T>
+struct HessianInputs {
+  const T *lambda, *z, *y;
+  T scale;
+};
+
+// Scalars T of one member's scratch (with the exact Hessian's when `exact`).
 template <class T = double>
-KNOT_HD constexpr std::size_t linearize_work_size(const BatchProblem& P) {
-  const std::size_t a = step_work_size<T>(P), b = knot_work_size<T>(P);
-  return std::size_t(P.nx) + (a > b ? a : b);
+KNOT_HD constexpr std::size_t linearize_work_size(const BatchProblem& P, bool exact = false) {
+  const std::size_t a = step_work_size<T>(P), b = knot_work_size<T>(P), c = exact ? hessian_work_size<T>(P) : 0;
+  const std::size_t ab = a > b ? a : b;
+  return std::size_t(P.nx) + (ab > c ? ab : c);
 }
 
 template <class G, class T>
 KNOT_HD_NOINLINE bool linearize(G& g, const BatchProblem& P, const unsigned char* arena, const double* slice, const T* x,
                        const T* u, LqView<T> lq, T* ineq_value, T* ineq_jac, T* eq_value, T* eq_jac, T* knot_costs,
-                       T* work) {
+                       T* work, const HessianInputs<T>* hessian = nullptr) {
   const int nx = P.nx, nu = P.nu, N = P.N, nw = nx + nu;
   const std::size_t nn = std::size_t(nx) * nx, uu = std::size_t(nu) * nu, ux = std::size_t(nu) * nx;
-  T* x_next = work + std::size_t(g.rank()) * linearize_work_size<T>(P);
+  T* x_next = work + std::size_t(g.rank()) * linearize_work_size<T>(P, hessian != nullptr);
   T* scratch = x_next + nx;
   const int* ioff = row_offsets(P, arena, ConstraintSet::Inequality);
   const int* eoff = row_offsets(P, arena, ConstraintSet::Equality);
@@ -89,6 +110,11 @@ KNOT_HD_NOINLINE bool linearize(G& g, const BatchProblem& P, const unsigned char
     for (std::size_t e = std::size_t(i0) * nw; e < std::size_t(i1) * nw; ++e) ok = ok && detail::finite(ineq_jac[e]);
     for (int i = e0; i < e1; ++i) ok = ok && detail::finite(eq_value[i]);
     for (std::size_t e = std::size_t(e0) * nw; e < std::size_t(e1) * nw; ++e) ok = ok && detail::finite(eq_jac[e]);
+    if constexpr (kExactHessianCompiled) {
+      if (hessian != nullptr && ok)
+        ok = knot_hessian(P, arena, slice, k, xk, uk, running ? hessian->lambda + std::size_t(k + 1) * nx : nullptr,
+                          hessian->z + i0, hessian->y + e0, hessian->scale, Q, R, S, scratch);
+    }
     if (k == 0)
       for (int i = 0; i < nx; ++i) {
         lq.x_init[i] = T(slice[P.x0 + i]) - x[i];

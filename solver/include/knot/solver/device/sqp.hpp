@@ -7,10 +7,11 @@
 // boundary), stabilized equality rows, objective scaling, the LQ step (the Riccati recursion, or
 // the Schur complement by bdsv or pcg with Solver's inexact-Newton tolerance, schur.hpp) with
 // Hessian regularization, the filter, merit or no line search with the rollout fallback, and the
-// solved / acceptable tests. What it leaves out (a problem or options asking for them do not fit the
-// device path, device_sqp_unsupported says so): the exact Hessian (hessian exact or auto), the
+// solved / acceptable tests, and the Hessian: Gauss-Newton, exact (the Lagrangian's curvature per
+// knot, hessian.hpp) or auto (Solver's switch from one to the other). What it leaves out (a problem
+// or options asking for them do not fit the device path, device_sqp_unsupported says so): the
 // kkt_ldlt backend, control-rate costs, the time limit and the iteration callback, warm starts after
-// shift().
+// shift(); in CUDA builds, the exact Hessian.
 //
 // Execution model (docs/batch.md): the arrays of SqpArrays are shared by the group; per-knot and
 // per-row work is split by the strided loops of linalg (one writer per element), with g.sync()
@@ -64,6 +65,10 @@ struct DeviceOptions {
   // (riccati_warp.cuh) where the stage fits (nx, nu <= 16); false: riccati_solve's block-wide
   // recursion. The CPU groups always run riccati_solve.
   bool warp_riccati = true;
+  // The Hessian: 0 Gauss-Newton, 1 exact, 2 auto (Hessian's order), with auto's switch rule.
+  int hessian = 0;
+  double hessian_switch_ratio = 0.7;
+  int hessian_switch_window = 5;
 };
 
 // Scalars of the LQ step's scratch: Riccati's, or the Schur step's (which holds Riccati's fallback).
@@ -133,10 +138,10 @@ enum class DevicePhase : int {
 };
 
 // Scratch of one group member: linearize's layout, a state (a trial point's next state) followed
-// by the evaluations' own scratch.
+// by the evaluations' own scratch (the exact Hessian's too, unless the Hessian is Gauss-Newton).
 template <class T>
-KNOT_HD std::size_t member_work_size(const BatchProblem& P) {
-  return linearize_work_size<T>(P);
+KNOT_HD std::size_t member_work_size(const BatchProblem& P, const DeviceOptions& o) {
+  return linearize_work_size<T>(P, o.hessian != 0);
 }
 
 // One problem's arrays, carved from one block of scalars (size / carve below).
@@ -159,7 +164,8 @@ struct SqpArrays {
   T* partial;     // trials (N+1) per-knot partials (infeasibility, stationarity)
   T* trial_cost;  // trials (N+1) per-knot costs of the trial points
   T* probe_save;  // Q, R, S, q, r during the central start's probe
-  T* filter;      // 2 (max_iter + 1)
+  T* filter;       // 2 (max_iter + 1)
+  T* contraction;  // max_iter + 1: hessian auto's per-step contractions of the KKT error
   T* lq_scratch;  // lq_scratch_size
   T* work;        // group size times member_work_size: member r's part at r * member_work_size
 
@@ -174,9 +180,9 @@ struct SqpArrays {
     n += StepView<T>::size(P.nx, P.nu, P.N) + mi * 2 + me + mi + me;  // step, ds dz dy, jdw
     n += W * ((N + 1) * nx + N * nu + mi + mi + me + 2 * (N + 1));   // trials, partial, trial_cost
     n += (N + 1) * nx * nx + N * nu * nu + N * nu * nx + (N + 1) * nx + N * nu;  // probe_save
-    n += 2 * (std::size_t(max_iter) + 1);
+    n += 3 * (std::size_t(max_iter) + 1);  // filter, contraction
     n += lq_scratch_size<T>(P, o);
-    n += std::size_t(group_size) * member_work_size<T>(P);
+    n += std::size_t(group_size) * member_work_size<T>(P, o);
     return n;
   }
 
@@ -226,6 +232,7 @@ struct SqpArrays {
     a.trial_cost = take(W * (N + 1));
     a.probe_save = take((N + 1) * nx * nx + N * nu * nu + N * nu * nx + (N + 1) * nx + N * nu);
     a.filter = take(2 * (std::size_t(max_iter) + 1));
+    a.contraction = take(std::size_t(max_iter) + 1);
     a.lq_scratch = take(lq_scratch_size<T>(P, o));
     a.work = p;
     return a;
@@ -296,7 +303,7 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
   const int nxs = (N + 1) * nx, nus = N * nu;
   const int rank = g.rank(), gs = g.size();
   const T eps = T(2.220446049250313e-16);
-  T* my_work = a.work + std::size_t(rank) * member_work_size<T>(P);
+  T* my_work = a.work + std::size_t(rank) * member_work_size<T>(P, o);
   const double* x0 = slice + P.x0;
   const int* ioff = arena_at<int>(arena, P.ineq_offset);
   const int* eoff = arena_at<int>(arena, P.eq_offset);
@@ -313,6 +320,14 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
   detail::PhaseClock clock;
   // Residuals of the last measured iterate
   T r_st = 0, r_fe = 0, r_co = 0, r_gap = 0, r_sd = 1, r_sc = 1, r_be = 0;
+  // The Hessian of this iterate's linearization (Solver::Impl::exact_now) and hessian auto's state:
+  // full Gauss-Newton steps in a row, the KKT error the last step started from, the last row's
+  // Hessian, restoration and step length.
+  bool exact_now = o.hessian == 1;
+  int full_steps = 0;
+  T step_error = T(0);
+  bool last_exact = false, last_restoration = false;
+  double last_step = 0;
 
   const auto finish = [&]() {
     if (rank == 0) {
@@ -338,9 +353,13 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
   // ---- Phases (lambdas over the shared arrays; each ends on a barrier)
 
   // The sum over knots of linearize's per-knot costs (every member, knot order).
+  // Under the exact Hessian the curvature is weighed with the multipliers in the caller's units (the
+  // scaled ones times 1 / obj_scale, a power of two: exact), so that the objective scaling after it
+  // applies to the cost's share alone, as in Solver.
   const auto linearize_iterate = [&]() -> bool {
+    const HessianInputs<T> hin{a.lambda, a.z, a.y, T(1) / obj_scale};
     const bool ok = linearize(g, P, arena, slice, a.x, a.u, a.lq, a.ineq_value, a.ineq_jac, a.eq_value, a.eq_jac,
-                              a.knot_cost, a.work);
+                              a.knot_cost, a.work, exact_now ? &hin : nullptr);
     if (!ok) {
       res.iteration = res.rows;
       set_status(Status::NumericalError, DeviceDetail::NonFiniteLinearization);
@@ -687,9 +706,11 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
     return false;
   };
 
-  // ---- Cold start: multipliers zero, slacks and duals after the first linearization.
+  // ---- Cold start: multipliers zero, slacks and duals after the first linearization (the first
+  // exact Hessian weighs the rows with z = dual_init, as a cold Solver's does).
   for (int i = rank; i < nxs; i += gs) a.lambda[i] = T(0);
   for (int e = rank; e < me; e += gs) a.y[e] = T(0);
+  for (int i = rank; i < mi; i += gs) a.z[i] = T(o.dual_init);
   g.sync();
 
   bool restored = false;
@@ -697,6 +718,9 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
   clock.start();
   for (int iter = 0;; ++iter) {
     IterationStats& it = row;
+    last_exact = it.exact_hessian;
+    last_restoration = it.restoration;
+    last_step = it.step;
     it = IterationStats{};
 
     if (!linearize_iterate()) break;
@@ -864,6 +888,31 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
       break;
     }
 
+    // hessian auto (Solver::Impl::choose_hessian): after hessian_switch_window full Gauss-Newton steps
+    // in a row whose contractions of the KKT error multiply to more than ratio^window, this iterate
+    // is linearized again with the exact Hessian.
+    if (o.hessian == 2 && iter > 0) {
+      const bool full_gauss_newton = !last_exact && !last_restoration && last_step == 1.0;
+      if (rank == 0) a.contraction[iter - 1] = step_error > T(0) ? r_be / step_error : T(0);
+      g.sync();
+      full_steps = full_gauss_newton ? full_steps + 1 : 0;
+      const int window = o.hessian_switch_window;
+      if (!exact_now && full_steps >= window) {
+        T product = T(1);
+        for (int j = iter - window; j < iter; ++j) product *= a.contraction[j];
+        using std::pow;
+        if (product > T(pow(o.hessian_switch_ratio, double(window)))) {
+          exact_now = true;
+          if (!linearize_iterate()) {
+            write_row();
+            break;
+          }
+          if (obj_scale != T(1)) scale_objective(obj_scale);
+        }
+      }
+    }
+    it.exact_hessian = exact_now;
+
     // update_barrier
     const T mu_before = mu;
     if (mi > 0) {
@@ -876,6 +925,7 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
         r_be = max_(max_(r_st / r_sd, r_fe), comp_mu / r_sc);
       }
     }
+    step_error = r_be;
     if (mu != mu_before) filter_size = 0;
     clock.lap(DevicePhase::Residuals);
     add_barrier_terms();
@@ -1009,6 +1059,11 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
       if (res.status == Status::LineSearchFailed || res.status == Status::Infeasible) end_acceptable(res.status);
       write_row();
       break;
+    }
+    // An exact Hessian that needed regularization is indefinite: back to Gauss-Newton (Solver's rule).
+    if (o.hessian == 2 && exact_now && (it.regularization > 0 || restored)) {
+      exact_now = false;
+      full_steps = 0;
     }
     if (restored) {
       alpha_dual = T(0);

@@ -1,0 +1,459 @@
+// The exact Hessian of the device path: knot k's Lagrangian curvature, as Solver's closed form
+// (Solver::Impl::closed_form_hessian, sqp_linearize.cpp) computes it, on the flat problem.
+//
+//   H  = lambda_{k+1}' d2F(x_k, u_k)   the integrator step's second derivatives (k < N)
+//      + z_k' d2g_k + y_k' d2h_k       the constraint rows' curvature (circle obstacles, expressions)
+//   Q, R, S += the cost terms' curvature beyond Gauss-Newton (end-effector, residual costs), then
+//   Q = sym(Q) + H_xx, R = sym(R) + H_uu, S += H_ux   (sym: each mirrored pair set to its mean)
+//
+// Every piece repeats the host's arithmetic operation for operation: the manipulator's step by
+// forward mode over its analytic first derivatives (Manipulator::step_hessian: explicit_step_jacobian
+// on duals of Manipulator::kSecondOrderWidth directions), the ModelAdapter models' by one evaluation
+// of explicit_step on HyperDual (ModelAdapter::second_order), the frame curvature as
+// Manipulator::add_frame_curvature, the expression terms' as TermExpressions::curvature. So in
+// double the blocks are Solver's bit for bit when the compiler contracts no multiply-adds
+// (tests/solver/test_device_hessian.cpp). A HyperDual's entries do not depend on its width, so the
+// device may seed fewer widths than the host builds (runtime_second_order_width) and still give the same numbers.
+//
+// The second derivatives are formed in double whatever T is (HyperDual is a double type); a float
+// instance rounds them once, into its blocks. Scratch: hessian_work_size<T>(P) scalars T, caller-owned.
+//
+// Not yet compiled for the GPU: CUDA translation units leave it out (sqp.hpp, kExactHessian), and
+// the CUDA backend refuses hessian exact and auto. On a GPU the dual robot workspace (about 190 KB
+// for Workspace<Dual<8>>) would live in each member's scratch.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "knot/linalg/config.hpp"
+#include "knot/problems/dual.hpp"
+#include "knot/problems/hyperdual.hpp"
+#include "knot/problems/integrator.hpp"
+#include "knot/problems/models/manipulator.hpp"
+#include "knot/solver/device/problem.hpp"
+
+namespace knot::solver::device {
+
+namespace detail {
+
+// Manipulator::step_hessian's and add_frame_curvature's directions per sweep.
+inline constexpr int kManipulatorWidth = problems::Manipulator::kSecondOrderWidth;
+using ManipulatorDual = problems::Dual<double, problems::Tangent<double, kManipulatorWidth>>;
+
+// TermExpressions::curvature's widths: 4, 8, 16; more inputs have no closed form.
+inline constexpr int kMaxTermCurvatureInputs = 16;
+
+// ModelAdapter's smallest_width: the smallest of 3, 5, 6, 8, 12, 16, 24 that holds nw, else 0.
+KNOT_HD constexpr int host_second_order_width(int nw) {
+  return nw <= 3 ? 3 : nw <= 5 ? 5 : nw <= 6 ? 6 : nw <= 8 ? 8 : nw <= 12 ? 12 : nw <= 16 ? 16 : nw <= 24 ? 24 : 0;
+}
+
+// The HyperDual widths the device builds for models whose nx + nu is known only at run time: 4, 8,
+// 16, 24 (fewer instantiations than the host's seven; the entries are the same at any width). A model
+// with M::kNw builds the host's width for it.
+KNOT_HD constexpr int runtime_second_order_width(int nw) {
+  return nw <= 4 ? 4 : nw <= 8 ? 8 : nw <= 16 ? 16 : nw <= 24 ? 24 : 0;
+}
+
+// The HyperDual width the device uses for a ModelAdapter model of kind `kind` and nx + nu = nw; 0
+// when there is none (nw > 24: Solver differences its gradient there, the device path refuses).
+KNOT_HD constexpr int hessian_width(ModelKind kind, int nw) {
+  switch (kind) {
+    case ModelKind::Pendulum:
+      return host_second_order_width(models::Pendulum::kNw);
+    case ModelKind::Cartpole:
+      return host_second_order_width(models::Cartpole::kNw);
+    case ModelKind::Acrobot:
+      return host_second_order_width(models::Acrobot::kNw);
+    case ModelKind::Quadrotor:
+      return host_second_order_width(models::Quadrotor::kNw);
+    case ModelKind::Unicycle:
+      return host_second_order_width(models::Unicycle::kNw);
+    case ModelKind::Car:
+      return host_second_order_width(models::Car::kNw);
+    case ModelKind::Manipulator:
+      return 0;  // forward mode over the analytic derivatives, not HyperDual
+    default:
+      return runtime_second_order_width(nw);
+  }
+}
+
+KNOT_HD constexpr std::size_t hyperdual_bytes(int w) {
+  return (1 + std::size_t(w) + std::size_t(w) * (w + 1) / 2) * sizeof(double);
+}
+KNOT_HD constexpr std::size_t align16(std::size_t b) { return (b + 15) / 16 * 16; }
+
+// Byte offsets into the Hessian's scratch (from a 16-byte aligned base).
+struct HessianLayout {
+  std::size_t H, x, u, lam, G, region, total;
+  KNOT_HD static constexpr HessianLayout make(const BatchProblem& P) {
+    HessianLayout L{};
+    const std::size_t nx = P.nx, nu = P.nu, nw = nx + nu, d = sizeof(double);
+    std::size_t at = 0;
+    L.H = at, at = align16(at + nw * nw * d);
+    L.x = at, at = align16(at + nx * d);
+    L.u = at, at = align16(at + (nu > 0 ? nu : 1) * d);
+    L.lam = at, at = align16(at + nx * d);
+    L.G = at, at = align16(at + nw * nw * d);
+    L.region = at;
+    // The region is used by one piece at a time: the model's second order, then the constraint
+    // terms', then the costs'.
+    std::size_t region = 0;
+    const auto need = [&region](std::size_t b) { region = b > region ? b : region; };
+    if (P.model == ModelKind::Manipulator) {
+      const std::size_t n = std::size_t(P.nq), mx = 2 * n, dual = sizeof(ManipulatorDual);
+      const std::size_t duals = mx + n + mx + mx * mx + mx * n + problems::explicit_step_jacobian_work(int(mx), int(n));
+      need(align16(sizeof(robot::Workspace<ManipulatorDual>)) + duals * dual);
+      // The end-effector cost: its double kinematics, then the dual point and its Jacobian.
+      need(align16(sizeof(robot::Workspace<double>)) + align16(sizeof(robot::Workspace<ManipulatorDual>)) +
+           (n + 3 * n + 3) * dual);
+    } else {
+      const int w = hessian_width(P.model, int(nw));
+      need((4 * nx + nu) * hyperdual_bytes(w));
+    }
+    if (P.term_work > 0) {
+      // An expression term: r and c (registers), its n x n curvature, then the inputs, the register
+      // file and the outputs on HyperDual<16>.
+      const std::size_t regs = problems::kExprMaxRegisters;
+      need(align16((2 * regs + std::size_t(kMaxTermCurvatureInputs) * kMaxTermCurvatureInputs + regs) * d) +
+           (std::size_t(kMaxTermCurvatureInputs) + 2 * regs) * hyperdual_bytes(kMaxTermCurvatureInputs));
+    }
+    at += align16(region);
+    L.total = at;
+    return L;
+  }
+};
+
+KNOT_HD unsigned char* aligned16(void* p) {
+  const std::uintptr_t v = reinterpret_cast<std::uintptr_t>(p);
+  return reinterpret_cast<unsigned char*>((v + 15) / 16 * 16);
+}
+
+// lambda' d2F (nw x nw, column-major, symmetric bit for bit) of the horizon's explicit scheme.
+struct StepHessianFn {
+  const BatchProblem* P;
+  const double *x, *u, *lam;
+  double *H, *G;
+  unsigned char* region;
+
+  // Manipulator::step_hessian.
+  KNOT_HD bool operator()(const ManipulatorModel& m) const {
+    using D = ManipulatorDual;
+    constexpr int kW = kManipulatorWidth;
+    const robot::RobotData& r = *m.r;
+    const int n = r.n, nx = 2 * n, nw = 3 * n;
+    const problems::IntegratorType type = P->integrator;
+    const int nd =
+        type == problems::IntegratorType::Euler || type == problems::IntegratorType::SemiImplicitEuler ? nx : nw;
+    D* ws = reinterpret_cast<D*>(region);
+    D* xs = reinterpret_cast<D*>(region + align16(sizeof(robot::Workspace<D>)));
+    D* us = xs + nx;
+    D* y = us + n;
+    D* A = y + nx;
+    D* B = A + std::size_t(nx) * nx;
+    D* work = B + std::size_t(nx) * n;
+    const auto jac = [&](const D* xa, const D* ua, D* f, D* fx, D* fu) { model_jac(m, xa, ua, f, fx, fu, ws); };
+    bool ok = true;
+    for (int j0 = 0; j0 < nd; j0 += kW) {
+      const int w = nd - j0 < kW ? nd - j0 : kW;
+      for (int i = 0; i < nx; ++i) xs[i] = D(x[i]);
+      for (int i = 0; i < n; ++i) us[i] = D(u[i]);
+      for (int k = 0; k < w; ++k) {
+        const int j = j0 + k;
+        (j < nx ? xs[j] : us[j - nx]).d[k] = 1.0;
+      }
+      if (!problems::explicit_step_jacobian(type, false, nx, n, n, true, jac, xs, us, P->dt, y, A, B, work))
+        return false;
+      for (int i = 0; i < nw; ++i) {
+        const D* col = i < nx ? A + std::size_t(i) * nx : B + std::size_t(i - nx) * nx;
+        for (int k = 0; k < w; ++k) {
+          double acc = 0.0;
+          for (int q = 0; q < nx; ++q) acc += lam[q] * col[q].d[k];
+          G[i + std::size_t(j0 + k) * nw] = acc;
+        }
+      }
+      for (int i = 0; i < nx; ++i) ok = ok && finite(y[i].v);
+    }
+    for (std::size_t e = 0; e < std::size_t(nw) * nd; ++e) ok = ok && finite(G[e]);
+    for (std::size_t e = 0; e < std::size_t(nw) * nw; ++e) H[e] = 0.0;
+    for (int j = 0; j < nd; ++j) {
+      H[j + std::size_t(j) * nw] = G[j + std::size_t(j) * nw];
+      for (int i = j + 1; i < nw; ++i) {
+        const double g = G[i + std::size_t(j) * nw];
+        const double v = i < nd ? 0.5 * (g + G[j + std::size_t(i) * nw]) : g;
+        H[i + std::size_t(j) * nw] = v;
+        H[j + std::size_t(i) * nw] = v;
+      }
+    }
+    return ok;
+  }
+
+  // ModelAdapter::second_order on HyperDual<W>.
+  template <int W, class M>
+  KNOT_HD bool second_order(const AdaptedModel<M>& a) const {
+    using HD = problems::HyperDual<W>;
+    const int n = a.m.nx(), m = a.m.nu(), nw = n + m;
+    if (nw > W) return false;
+    HD* xd = reinterpret_cast<HD*>(region);
+    HD* ud = xd + n;
+    HD* yd = ud + m;
+    HD* work = yd + n;
+    for (int i = 0; i < n; ++i) {
+      xd[i] = HD(x[i]);
+      if (i < W) xd[i].g[i] = 1.0;
+    }
+    for (int i = 0; i < m; ++i) {
+      ud[i] = HD(u[i]);
+      if (n + i < W) ud[i].g[n + i] = 1.0;
+    }
+    const auto f = [&a](const HD* xs, const HD* us, HD* out) { a.m.template dynamics<HD>(xs, us, out); };
+    if (!problems::explicit_step(P->integrator, P->discrete != 0, n, a.m.nq(), f, xd, ud, P->dt, yd, work)) return false;
+    bool ok = true;
+    for (int i = 0, p = 0; i < nw; ++i)
+      for (int j = 0; j <= i; ++j, ++p) {
+        double acc = 0;
+        for (int r = 0; r < n; ++r) acc += lam[r] * yd[r].h[p];
+        ok = ok && finite(acc);
+        H[i + std::size_t(j) * nw] = acc;
+        H[j + std::size_t(i) * nw] = acc;
+      }
+    for (int r = 0; r < n; ++r) ok = ok && finite(yd[r].v);
+    return ok;
+  }
+
+  template <class M>
+  KNOT_HD bool operator()(const AdaptedModel<M>& a) const {
+    if constexpr (requires { M::kNw; }) {
+      constexpr int W = host_second_order_width(M::kNw);
+      return second_order<W>(a);
+    } else {
+      const int nw = a.m.nx() + a.m.nu();
+      if (nw <= 4) return second_order<4>(a);
+      if (nw <= 8) return second_order<8>(a);
+      if (nw <= 16) return second_order<16>(a);
+      if (nw <= 24) return second_order<24>(a);
+      return false;  // refused by device_sqp_unsupported
+    }
+  }
+};
+
+// TermExpressions::curvature: H (n x n) = sum_r c_r d2 out_r / dw2 over the term's n inputs w0, on
+// HyperDual<W>; scratch from `region` (16-byte aligned).
+template <int W>
+KNOT_HD void term_curvature_with(const problems::ExprTape& tape, int n, const double* w0, const double* c, double* H,
+                                 unsigned char* region) {
+  using HD = problems::HyperDual<W>;
+  HD* w = reinterpret_cast<HD*>(region);
+  HD* reg = w + W;
+  HD* out = reg + problems::kExprMaxRegisters;
+  for (int j = 0; j < W; ++j) {
+    w[j] = HD(j < n ? w0[j] : 0.0);
+    if (j < n) w[j].g[j] = 1.0;
+  }
+  problems::evaluate<HD>(tape, w, static_cast<const HD*>(nullptr), reg, out);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j <= i; ++j) {
+      double acc = 0;
+      for (int r = 0; r < tape.n_outputs; ++r) acc += c[r] * out[r].h[HD::pair(i, j)];
+      H[i + std::size_t(j) * n] = acc;
+      H[j + std::size_t(i) * n] = acc;
+    }
+}
+
+KNOT_HD bool term_curvature(const problems::ExprTape& tape, const int* inputs, int n, int nx, const double* x,
+                            const double* u, const double* c, double* H, unsigned char* region) {
+  double w[kMaxTermCurvatureInputs];
+  if (n > kMaxTermCurvatureInputs) return false;
+  for (int j = 0; j < n; ++j) w[j] = inputs[j] < nx ? x[inputs[j]] : u[inputs[j] - nx];
+  if (n <= 4)
+    term_curvature_with<4>(tape, n, w, c, H, region);
+  else if (n <= 8)
+    term_curvature_with<8>(tape, n, w, c, H, region);
+  else
+    term_curvature_with<16>(tape, n, w, c, H, region);
+  return true;
+}
+
+}  // namespace detail
+
+// Scalars T of knot_hessian's scratch (room to align its start to 16 bytes included).
+template <class T = double>
+KNOT_HD constexpr std::size_t hessian_work_size(const BatchProblem& P) {
+  return (detail::HessianLayout::make(P).total + 16 + sizeof(T) - 1) / sizeof(T);
+}
+
+// Knot k's exact Hessian into its blocks Q (nx x nx), R (nu x nu), S (nu x nx), which hold the
+// Gauss-Newton ones (linearize's, before objective scaling): Solver::Impl::closed_form_hessian. The
+// multipliers are the knot's own, each times mult_scale (the driver's 1 / obj_scale, a power of two):
+// lambda_next = lambda_{k+1} (k < N), z_k = the knot's inequality rows' duals, y_k its equality
+// rows'. False when a second derivative is not finite (the blocks are then unspecified).
+template <class T>
+KNOT_HD_NOINLINE bool knot_hessian(const BatchProblem& P, const unsigned char* arena, const double* slice, int k,
+                                   const T* x_k, const T* u_k, const T* lambda_next, const T* z_k, const T* y_k,
+                                   T mult_scale, T* Q, T* R, T* S, T* work) {
+  const int nx = P.nx, nu = P.nu, N = P.N;
+  const bool running = k < N;
+  const int n = running ? nx + nu : nx;
+  const detail::HessianLayout L = detail::HessianLayout::make(P);
+  unsigned char* base = detail::aligned16(work);
+  double* H = reinterpret_cast<double*>(base + L.H);
+  double* x = reinterpret_cast<double*>(base + L.x);
+  double* u = reinterpret_cast<double*>(base + L.u);
+  double* lam = reinterpret_cast<double*>(base + L.lam);
+  double* G = reinterpret_cast<double*>(base + L.G);
+  unsigned char* region = base + L.region;
+  for (int i = 0; i < nx; ++i) x[i] = double(x_k[i]);
+  if (running)
+    for (int i = 0; i < nu; ++i) u[i] = double(u_k[i]);
+  const auto at = [n](int i, int j) { return std::size_t(i) + std::size_t(j) * n; };
+
+  if (running) {
+    for (int i = 0; i < nx; ++i) lam[i] = double(lambda_next[i] * mult_scale);
+    detail::StepHessianFn fn{&P, x, u, lam, H, G, region};
+    if (!detail::with_model(P, arena, fn)) return false;
+  } else {
+    for (int e = 0; e < n * n; ++e) H[e] = 0.0;
+  }
+
+  // The constraint rows' curvature, inequality rows then equality rows, terms in problem order.
+  for (int pass = 0; pass < 2; ++pass) {
+    const bool ineq = pass == 0;
+    const RowRecord* rec = arena_at<RowRecord>(arena, ineq ? P.ineq_terms : P.eq_terms);
+    const int terms = ineq ? P.n_ineq_terms : P.n_eq_terms;
+    const T* mult = ineq ? z_k : y_k;
+    int row = 0;
+    for (int t = 0; t < terms; ++t) {
+      const RowRecord& c = rec[t];
+      if (!stage_applies(c.stages, k, N) || (c.uses_control && k >= N)) continue;
+      if (c.kind == RowKind::CircleObstacle) {  // CircleObstacle::add_curvature: -2 z on the position
+        const int* index = arena_at<int>(arena, c.index);
+        const double z = double(mult[row] * mult_scale);
+        for (int e = 0; e < 2; ++e) H[at(index[e], index[e])] += -2.0 * z;
+      } else if (c.kind == RowKind::Expression) {  // ExpressionConstraint::add_curvature
+        const TermTape& tt = *arena_at<TermTape>(arena, c.tape);
+        const problems::ExprTape tape = detail::term_tape(arena, tt);
+        const int* in = arena_at<int>(arena, tt.inputs);
+        const ExprRow* rows = arena_at<ExprRow>(arena, c.index);
+        double* cw = reinterpret_cast<double*>(region);
+        double* h = cw + problems::kExprMaxRegisters;
+        for (int e = 0; e < tt.n_outputs; ++e) cw[e] = 0.0;
+        for (int e = 0; e < c.rows; ++e) cw[rows[e].expr] += rows[e].sign * double(mult[row + e] * mult_scale);
+        unsigned char* hd = region + detail::align16((2 * std::size_t(problems::kExprMaxRegisters) +
+                                                      std::size_t(detail::kMaxTermCurvatureInputs) *
+                                                          detail::kMaxTermCurvatureInputs) *
+                                                     sizeof(double));
+        if (!detail::term_curvature(tape, in, tt.n_inputs, nx, x, u, cw, h, hd)) return false;
+        for (int b = 0; b < tt.n_inputs; ++b)
+          for (int a = 0; a < tt.n_inputs; ++a) H[at(in[a], in[b])] += h[a + std::size_t(b) * tt.n_inputs];
+      }
+      row += c.rows;  // boxes and state equalities are linear
+    }
+  }
+
+  // The cost terms' curvature beyond their Gauss-Newton blocks, into Q, R, S.
+  const CostRecord* costs = arena_at<CostRecord>(arena, P.costs);
+  for (int t = 0; t < P.n_costs; ++t) {
+    const CostRecord& c = costs[t];
+    const bool uses_u = c.kind == CostKind::Control || c.uses_control;
+    if (!stage_applies(c.stages, k, N) || (uses_u && k >= N)) continue;
+    const double* w = arena_at<double>(arena, c.weight);
+    const double s = c.scale_by_dt ? P.dt : 1.0;
+    if (c.kind == CostKind::EndEffector) {  // EndEffectorCost::add_curvature
+      using D = detail::ManipulatorDual;
+      constexpr int kW = detail::kManipulatorWidth;
+      const robot::RobotData& r = *arena_at<robot::RobotData>(arena, P.model_params);
+      const int nq = r.n;
+      robot::Workspace<double>& wd = *reinterpret_cast<robot::Workspace<double>*>(region);
+      robot::Workspace<D>& ws =
+          *reinterpret_cast<robot::Workspace<D>*>(region + detail::align16(sizeof(robot::Workspace<double>)));
+      D* q = reinterpret_cast<D*>(region + detail::align16(sizeof(robot::Workspace<double>)) +
+                                  detail::align16(sizeof(robot::Workspace<D>)));
+      D* J = q + nq;
+      D* p = J + 3 * nq;
+      double pos[3], rr[3], wr[3];
+      robot::forward_kinematics(r, x, wd);
+      robot::point_position(wd, c.body, c.in_body, pos);
+      const int row = k < c.ref_rows - 1 ? k : c.ref_rows - 1;
+      const double* ref = slice + c.ref + std::size_t(row) * c.dim;
+      for (int a = 0; a < 3; ++a) rr[a] = pos[a] - ref[a];
+      detail::apply(c.form, 3, w, rr, wr);
+      const double cc[3] = {s * wr[0], s * wr[1], s * wr[2]};
+      const D in_body[3] = {D(c.in_body[0]), D(c.in_body[1]), D(c.in_body[2])};
+      for (int j0 = 0; j0 < nq; j0 += kW) {
+        const int wdt = nq - j0 < kW ? nq - j0 : kW;
+        for (int i = 0; i < nq; ++i) q[i] = D(x[i]);
+        for (int e = 0; e < wdt; ++e) q[j0 + e].d[e] = 1.0;
+        robot::forward_kinematics(r, q, ws);
+        robot::point_position(ws, c.body, in_body, p);
+        robot::point_jacobian(r, ws, c.body, p, J, 3);
+        for (int j = 0; j < nq; ++j) {
+          const D* col = J + 3 * std::size_t(j);
+          for (int e = 0; e < wdt; ++e)
+            G[j + std::size_t(j0 + e) * nq] = cc[0] * col[0].d[e] + cc[1] * col[1].d[e] + cc[2] * col[2].d[e];
+        }
+      }
+      // Manipulator's add_symmetrized into Q (ld nx).
+      for (int j = 0; j < nq; ++j) {
+        Q[j + std::size_t(j) * nx] += T(G[j + std::size_t(j) * nq]);
+        for (int i = j + 1; i < nq; ++i) {
+          const double v = 0.5 * (G[i + std::size_t(j) * nq] + G[j + std::size_t(i) * nq]);
+          Q[i + std::size_t(j) * nx] += T(v);
+          Q[j + std::size_t(i) * nx] += T(v);
+        }
+      }
+    } else if (c.kind == CostKind::Residual) {  // ResidualCost::add_curvature
+      const TermTape& tt = *arena_at<TermTape>(arena, c.tape);
+      const problems::ExprTape tape = detail::term_tape(arena, tt);
+      const int* in = arena_at<int>(arena, tt.inputs);
+      const int m = tt.n_outputs, ni = tt.n_inputs;
+      double* rv = reinterpret_cast<double*>(region);
+      double* cw = rv + problems::kExprMaxRegisters;
+      double* h = cw + problems::kExprMaxRegisters;
+      unsigned char* hd = region + detail::align16((2 * std::size_t(problems::kExprMaxRegisters) +
+                                                    std::size_t(detail::kMaxTermCurvatureInputs) *
+                                                        detail::kMaxTermCurvatureInputs) *
+                                                   sizeof(double));
+      detail::term_eval(tape, in, ni, nx, x, running ? u : static_cast<const double*>(nullptr), rv,
+                        static_cast<double*>(nullptr), reinterpret_cast<double*>(hd));
+      detail::apply(c.form, m, w, rv, cw);
+      for (int i = 0; i < m; ++i) cw[i] *= s;
+      if (!detail::term_curvature(tape, in, ni, nx, x, u, cw, h, hd)) return false;
+      for (int b = 0; b < ni; ++b)
+        for (int a = 0; a < ni; ++a) {
+          const double v = h[a + std::size_t(b) * ni];
+          const int ia = in[a], ib = in[b];
+          if (ia < nx && ib < nx) Q[ia + std::size_t(ib) * nx] += T(v);
+          else if (ia >= nx && ib >= nx && running) R[(ia - nx) + std::size_t(ib - nx) * nu] += T(v);
+          else if (ia >= nx && ib < nx && running) S[(ia - nx) + std::size_t(ib) * nu] += T(v);
+        }
+    }
+    // State and control costs are quadratic: their Gauss-Newton blocks are exact.
+  }
+
+  // Q and R symmetric bit for bit: each mirrored pair of the cost blocks at its mean, plus H.
+  const auto add_symmetric = [&](T* M, int m, int off) {
+    for (int j = 0; j < m; ++j)
+      for (int i = j; i < m; ++i) {
+        const std::size_t ij = i + std::size_t(j) * m, ji = j + std::size_t(i) * m;
+        const T v = T(0.5) * (M[ij] + M[ji]) + T(H[at(off + i, off + j)]);
+        M[ij] = v;
+        M[ji] = v;
+      }
+  };
+  add_symmetric(Q, nx, 0);
+  if (running) {
+    add_symmetric(R, nu, nx);
+    for (int j = 0; j < nx; ++j)
+      for (int i = 0; i < nu; ++i) S[i + std::size_t(j) * nu] += T(H[at(nx + i, j)]);
+  }
+  bool ok = true;
+  for (std::size_t e = 0; e < std::size_t(nx) * nx; ++e) ok = ok && detail::finite(Q[e]);
+  if (running) {
+    for (std::size_t e = 0; e < std::size_t(nu) * nu; ++e) ok = ok && detail::finite(R[e]);
+    for (std::size_t e = 0; e < std::size_t(nu) * nx; ++e) ok = ok && detail::finite(S[e]);
+  }
+  return ok;
+}
+
+}  // namespace knot::solver::device
