@@ -199,6 +199,17 @@ TEST(GpuBatchSqp, RefusesABlockSmallerThanAWarp) {
   EXPECT_NE(r.error.find("32..256"), std::string::npos) << r.error;
 }
 
+// The exact Hessian is not compiled for the GPU yet: CudaBatch says so before it looks for a device.
+TEST(GpuBatchSqp, RefusesTheExactHessian) {
+  const problems::Problem p = load("pendulum_swingup");
+  for (const solver::Hessian h : {solver::Hessian::Exact, solver::Hessian::Auto}) {
+    solver::SolverOptions o = device_fit(p);
+    o.hessian = h;
+    const GpuRun r = run_gpu(p, o, starts(p, 2), 0, false);
+    EXPECT_NE(r.error.find("Gauss-Newton"), std::string::npos) << r.error;
+  }
+}
+
 TEST(GpuBatchSqp, NanInOneProblemLeavesTheOthersUnchanged) {
   if (!gpu().usable) GTEST_SKIP() << "no usable GPU: " << gpu().reason;
   const problems::Problem p = load("cartpole_swingup");

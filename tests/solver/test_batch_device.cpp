@@ -70,6 +70,7 @@ TEST(BatchDevice, PoolGivesBitwiseWhatEachProblemGivesAloneForEveryThreadCount) 
       BatchOptions o;
       o.threads = threads;
       o.solver = device_fit(p);
+      o.path = BatchPath::Device;
       BatchSolver batch(p, 6, o);
       ASSERT_EQ(batch.path(), BatchPath::Device) << name;
       EXPECT_GT(batch.bytes_allocated(), 0u);
@@ -91,6 +92,7 @@ TEST(BatchDevice, AgreesWithTheSolversPath) {
   const auto x0 = perturbed_starts(p, 4, 0.05);
   BatchOptions o;
   o.solver = device_fit(p);
+  o.path = BatchPath::Device;
   o.path = BatchPath::Solvers;
   BatchSolver solvers(p, 4, o);
   o.path = BatchPath::Device;
@@ -115,6 +117,7 @@ TEST(BatchDevice, NanInOneProblemLeavesTheOthersBitwiseUnchanged) {
   BatchOptions o;
   o.threads = 2;
   o.solver = device_fit(p);
+  o.path = BatchPath::Device;
   BatchSolver batch(p, 4, o);
   for (int i = 0; i < 4; ++i) batch.set_initial_state(i, x0[std::size_t(i)]);
   EXPECT_EQ(batch.solve(), 3);
@@ -128,6 +131,7 @@ TEST(BatchDevice, PerProblemReferencesAndBoundsReachOnlyTheirProblem) {
   problems::Problem p = load_config("pendulum_swingup");
   BatchOptions o;
   o.solver = device_fit(p);
+  o.path = BatchPath::Device;
   BatchSolver batch(p, 3, o);
   ASSERT_EQ(batch.path(), BatchPath::Device);
   const problems::Reference ref = problems::Reference::constant({3.0, 0.0});
@@ -171,6 +175,7 @@ TEST(BatchDevice, PerProblemObstacleReachesOnlyItsProblem) {
   const problems::Problem p = load_config("unicycle_obstacles");
   BatchOptions o;
   o.solver = device_fit(p);
+  o.path = BatchPath::Device;
   BatchSolver batch(p, 2, o);
   ASSERT_EQ(batch.path(), BatchPath::Device);
   batch.set_obstacle(1, "tree", {2.9, -0.35}, 0.5);
@@ -204,6 +209,7 @@ TEST(BatchDevice, ExpressionModelInThePool) {
     BatchOptions o;
     o.threads = threads;
     o.solver = device_fit(p);
+    o.path = BatchPath::Device;
     BatchSolver batch(p, 5, o);
     ASSERT_EQ(batch.path(), BatchPath::Device);
     for (int i = 0; i < 5; ++i) batch.set_initial_state(i, x0[std::size_t(i)]);
@@ -214,11 +220,13 @@ TEST(BatchDevice, ExpressionModelInThePool) {
   }
   const problems::Problem quad = load_config("planar_quadrotor");
   BatchOptions o;
+  o.path = BatchPath::Device;
   o.solver = device_fit(quad);
   EXPECT_EQ(BatchSolver(quad, 2, o).path(), BatchPath::Device);
   const problems::Problem smooth =
       problems::load_problem(std::filesystem::path(knot::source_tree::test_data_dir()) / "expression" / "cartpole_swingup.yaml",
                              {"costs[1]={name: smooth, type: control_rate, weights: [0.002]}"});
+  o.path = BatchPath::Auto;
   o.solver = device_fit(smooth);
   BatchSolver fallback(smooth, 2, o);
   EXPECT_EQ(fallback.path(), BatchPath::Solvers);
@@ -330,13 +338,19 @@ TEST(BatchDevice, ModelSwapsThatCannotWorkAreRefusedByName) {
   }
 }
 
-TEST(BatchDevice, AutoTakesTheDevicePathWhereItFitsAndSaysWhyNot) {
+// Path auto is the solvers path on the CPU (Solver is the faster code there, with warm starts and
+// shift()), whatever the options; device_path_refusal says whether the device path could run them.
+TEST(BatchDevice, AutoIsTheSolversPathOnTheCpuAndSaysWhyNotTheDevicePath) {
   const problems::Problem p = load_config("cartpole_swingup");
   BatchOptions o;
   o.solver = device_fit(p);
-  EXPECT_EQ(BatchSolver(p, 2, o).path(), BatchPath::Device);
-  // The file's own options (hessian auto) fit it too.
-  EXPECT_EQ(BatchSolver(p, 2).path(), BatchPath::Device);
+  BatchSolver gauss_newton(p, 2, o);
+  EXPECT_EQ(gauss_newton.path(), BatchPath::Solvers);
+  EXPECT_EQ(gauss_newton.device_path_refusal(), "");
+  BatchSolver file_options(p, 2);  // hessian auto: the device path could run it too
+  EXPECT_EQ(file_options.path(), BatchPath::Solvers);
+  EXPECT_EQ(file_options.device_path_refusal(), "");
+  EXPECT_NO_THROW(file_options.solver(0));
   o.solver->lq.linsys = solver::Linsys::KktLdlt;
   BatchSolver kkt(p, 2, o);
   EXPECT_EQ(kkt.path(), BatchPath::Solvers);
@@ -347,6 +361,7 @@ TEST(BatchDevice, AutoTakesTheDevicePathWhereItFitsAndSaysWhyNot) {
   // The device path has no Solver per problem and no warm start.
   o.solver->lq.linsys = solver::Linsys::Riccati;
   BatchSolver device(p, 2, o);
+  EXPECT_EQ(device.path(), BatchPath::Device);
   EXPECT_THROW(device.solver(0), std::logic_error);
   EXPECT_THROW(device.shift(0), std::logic_error);
   // backend cuda without the CUDA engine is a clear error.

@@ -42,6 +42,7 @@ struct SolveOptions {
   std::string sweep;                   // "NAME=LO:HI": model parameter NAME from LO (copy 0) to HI (copy B-1)
   std::string backend = "cpu";         // cpu | cuda
   int threads = 0;                     // cpu threads; 0 = every core
+  std::string path = "auto";           // auto | solvers | device (BatchOptions::path)
 };
 // Exit 0 when solved, 1 on input or output errors, 2 when the solver stopped short of Solved.
 int run_solve(const SolveOptions& opt);
@@ -51,7 +52,7 @@ int run_solve_batch(const SolveOptions& opt);
 // Whether the options ask for a batch (--batch, --vary, --vary-file, --sweep, --backend or --threads given).
 inline bool wants_batch(const SolveOptions& opt) {
   return opt.batch > 0 || !opt.vary.empty() || !opt.vary_file.empty() || !opt.sweep.empty() || opt.backend != "cpu" ||
-         opt.threads != 0;
+         opt.threads != 0 || opt.path != "auto";
 }
 
 struct MpcOptions {

@@ -74,6 +74,9 @@ int main(int argc, char** argv) {
                     "With --batch: model parameter NAME from LO (copy 0) to HI (copy B-1), evenly (NAME=LO:HI)");
   solve->add_option("--backend", sopt.backend, "Batch backend")->check(CLI::IsMember({"cpu", "cuda"}));
   solve->add_option("--threads", sopt.threads, "Batch threads on the CPU (0: every core)")->check(CLI::Range(0, 4096));
+  solve->add_option("--path", sopt.path, "Batch path: auto (cpu: solvers, cuda: device), solvers (one Solver per problem) "
+                                         "or device (the GPU's code, on the CPU with backend cpu)")
+      ->check(CLI::IsMember({"auto", "solvers", "device"}));
 
   knot::cli::MpcOptions mopt;
   auto* mpc = app.add_subcommand("mpc", "Run the closed loop of a problem file's mpc: section and print its summary "

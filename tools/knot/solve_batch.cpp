@@ -153,6 +153,9 @@ int run_solve_batch(const SolveOptions& opt) {
   solver::BatchOptions options;
   options.backend = opt.backend == "cuda" ? solver::BatchBackend::Cuda : solver::BatchBackend::Cpu;
   options.threads = opt.threads;
+  options.path = opt.path == "device" ? solver::BatchPath::Device
+                 : opt.path == "solvers" ? solver::BatchPath::Solvers
+                                         : solver::BatchPath::Auto;
 #if KNOT_WITH_CUDA
   options.cuda_engine = solver::cuda::make_cuda_engine;
 #endif

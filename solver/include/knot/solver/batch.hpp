@@ -43,7 +43,8 @@ enum class BatchBackend { Cpu, Cuda };
 const char* to_string(BatchBackend backend);  // "cpu", "cuda"
 
 enum class BatchPath {
-  Auto,     // the device path where the problem and options fit it, else the solvers path
+  Auto,     // backend cpu: the solvers path (Solver is the faster CPU code, with warm starts and
+            // shift()); backend cuda: the device path
   Solvers,  // B Solvers (backend cpu only)
   Device,   // the device path; a problem or options it does not fit throw at construction
 };
@@ -154,7 +155,8 @@ class BatchSolver {
   int threads() const;  // threads that solve (cpu: the pool's workers plus the calling thread)
   BatchBackend backend() const;
   BatchPath path() const;  // Solvers or Device, Auto resolved
-  // Why the device path was not taken (Auto on a problem it does not fit), or empty.
+  // On the solvers path: why the device path could not run this problem and options (empty when it
+  // could); empty on the device path.
   const std::string& device_path_refusal() const;
   // Heap bytes of the B solvers' workspaces (Solver::bytes_allocated, summed), or of the device
   // path's arrays (host; the GPU's device memory besides).
