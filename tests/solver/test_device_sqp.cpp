@@ -231,6 +231,36 @@ TEST(DeviceSqp, AgreesWithSolverUnderTheExactHessian) {
   }
 }
 
+// The exact Hessian on the Schur backends: its indefinite stages take the Riccati fallback on both
+// sides (Solver's rule), with the same status and cost as Solver on the same backend.
+TEST(DeviceSqp, ExactHessianOnTheSchurBackendsAgreesWithSolver) {
+  int fallbacks = 0;
+  for (const solver::Linsys linsys : {solver::Linsys::Bdsv, solver::Linsys::Pcg}) {
+    for (const char* name : {"cartpole_swingup", "unicycle_obstacles", "planar_quadrotor", "iiwa14_reach"}) {
+      problems::Problem p = load_config(name);
+      if (kUnderSanitizer && p.nx() > 8) continue;
+      for (const solver::Hessian hessian : {solver::Hessian::Exact, solver::Hessian::Auto}) {
+        SolverOptions o = device_fit(p);
+        o.lq.linsys = linsys;
+        o.hessian = hessian;
+        Solver s(p, o);
+        s.solve();
+        DeviceSqp d(p, o);
+        d.solve();
+        const std::string label =
+            std::string(name) + " " + solver::to_string(linsys) + " hessian " + solver::to_string(hessian);
+        EXPECT_EQ(disagreement(s.solution(), d.solution()), "") << label;
+        EXPECT_EQ(d.result().riccati_fallbacks > 0, s.stats().riccati_fallbacks > 0) << label;
+        fallbacks += d.result().riccati_fallbacks;
+        std::printf("  %-60s %-17s %3d iterations (Solver %3d)  fallbacks %d (%d)\n", label.c_str(),
+                    solver::to_string(d.solution().status), d.solution().iterations, s.solution().iterations,
+                    d.result().riccati_fallbacks, s.stats().riccati_fallbacks);
+      }
+    }
+  }
+  EXPECT_GT(fallbacks, 0);  // the exact Hessian's indefinite stages were met and handled
+}
+
 // The exact Hessian on every group size: bitwise the serial group's solve (the arm under exact; a
 // HyperDual model with circle obstacles and a cart-pole under auto, which switches).
 TEST(DeviceSqp, ExactHessianGivesBitwiseTheSameSolveOnEveryGroupSize) {
