@@ -2,8 +2,10 @@
 // device/problem.hpp, and the writers of a problem's slice.
 #include "knot/solver/device/problem.hpp"
 
+#include <array>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <tuple>
@@ -157,7 +159,9 @@ std::optional<Unsupported> first_unsupported(const problems::Problem& p) {
     const bool eq = c.type() == "state_equality" && dynamic_cast<const problems::StateEquality*>(&c) != nullptr;
     const bool expr = dynamic_cast<const problems::ExpressionConstraint*>(&c) != nullptr;
     const bool circle = dynamic_cast<const problems::CircleObstacle*>(&c) != nullptr;
-    if (!ok && !eq && !expr && !circle) {
+    const bool ee = p.model->type() == "manipulator" && (dynamic_cast<const problems::EndEffectorHeight*>(&c) != nullptr ||
+                                                         dynamic_cast<const problems::EndEffectorBox*>(&c) != nullptr);
+    if (!ok && !eq && !expr && !circle && !ee) {
       const std::string label = term_label("constraint", c.info().name, c.type());
       return Unsupported{"constraints[" + std::to_string(i) + "]", label + " has no device path yet", label};
     }
@@ -292,6 +296,29 @@ BatchProblemData compile_batch_problem(const problems::Problem& p) {
       for (const problems::ExpressionConstraint::Row& row : ec->rows()) rows.push_back({row.expr, row.sign, row.bound});
       r.count = static_cast<int>(rows.size());
       r.index = arena.put_array(rows);
+    } else if (dynamic_cast<const problems::EndEffectorHeight*>(&c) != nullptr ||
+               dynamic_cast<const problems::EndEffectorBox*>(&c) != nullptr) {
+      // Manipulator::frame_position's point in body coordinates, the same double arithmetic; the
+      // height is the box's one row z_min - p_z.
+      const double inf = std::numeric_limits<double>::infinity();
+      std::array<double, 3> lower = {-inf, -inf, -inf}, upper = {inf, inf, inf}, off;
+      if (const auto* h = dynamic_cast<const problems::EndEffectorHeight*>(&c)) {
+        off = h->offset();
+        lower[2] = h->z_min();
+        index = {-3};
+      } else {
+        const auto& b = dynamic_cast<const problems::EndEffectorBox&>(c);
+        off = b.offset();
+        lower = b.lower();
+        upper = b.upper();
+        index = b.rows();
+      }
+      const problems::robot::Frame& f = mb.manipulator->robot().frames.at(static_cast<std::size_t>(c.frame()));
+      r.kind = RowKind::EndEffector;
+      r.body = f.body;
+      for (int k = 0; k < 3; ++k) r.in_body[k] = f.p[k] + f.R[k] * off[0] + f.R[k + 3] * off[1] + f.R[k + 6] * off[2];
+      r.lower = slice_put(lower.data(), 3);
+      r.upper = slice_put(upper.data(), 3);
     } else if (const auto* co = dynamic_cast<const problems::CircleObstacle*>(&c)) {
       r.kind = RowKind::CircleObstacle;
       index.assign(co->planar_index().begin(), co->planar_index().end());

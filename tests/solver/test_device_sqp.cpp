@@ -190,8 +190,10 @@ TEST(DeviceSqp, EveryGroupSizeGivesBitwiseTheSameSolve) {
 // blocks bitwise, test_device_hessian; the LQ step and sums to a few ulps), and strongly regularized
 // indefinite steps amplify those ulps: the acrobot swing-up under hessian exact passes through
 // regularizations of 1e3..1e6 with stationarity near 1e8, where 4e-14 at iteration 1 grows to 4e-6 by
-// iteration 28, and it takes 109 iterations against Solver's 110 to the same optimum. A solve whose
-// host path regularized by 1e3 or more may therefore differ by two iterations; every other must match.
+// iteration 28, and it takes 109 iterations against Solver's 110 to the same optimum. Solver itself
+// is that sensitive there: its own count for that solve is 110 in the release build and 121 under
+// the sanitizers (other code generation, same source). So for a solve whose host path regularized
+// by 1e3 or more only the status and cost are compared; every other must match in iterations too.
 TEST(DeviceSqp, AgreesWithSolverUnderTheExactHessian) {
   for (const solver::Hessian hessian : {solver::Hessian::Exact, solver::Hessian::Auto}) {
     int fitted = 0, exact_steps = 0;
@@ -218,8 +220,6 @@ TEST(DeviceSqp, AgreesWithSolverUnderTheExactHessian) {
       if (host_reg < 1e3) {
         EXPECT_EQ(s.solution().iterations, d.solution().iterations) << label;
         EXPECT_EQ(host_exact, device_exact) << label;
-      } else {
-        EXPECT_LE(std::abs(s.solution().iterations - d.solution().iterations), 2) << label;
       }
       exact_steps += device_exact;
       std::printf("  %-32s %-6s %-18s %3d iterations (%3d exact)  cost %.12g (Solver %.12g)\n", name.c_str(),
@@ -228,6 +228,29 @@ TEST(DeviceSqp, AgreesWithSolverUnderTheExactHessian) {
     }
     EXPECT_GE(fitted, kUnderSanitizer ? 7 : 10);
     EXPECT_GT(exact_steps, 0);  // auto switched somewhere
+  }
+}
+
+// End-effector height and box constraints on the arm (the box active along the path): Solver's
+// status, iterations and cost under each Hessian, and the rows' multipliers.
+TEST(DeviceSqp, AgreesWithSolverWithEndEffectorConstraints) {
+  if (kUnderSanitizer) GTEST_SKIP() << "the arm (nx 14) is left to the release build";
+  const problems::Problem p = load_config("iiwa14_reach", end_effector_constraint_overrides());
+  for (const solver::Hessian hessian : {solver::Hessian::GaussNewton, solver::Hessian::Exact, solver::Hessian::Auto}) {
+    SolverOptions o = device_fit(p);
+    o.hessian = hessian;
+    ASSERT_EQ(solver::device::device_sqp_unsupported(p, o), "");
+    Solver s(p, o);
+    s.solve();
+    DeviceSqp d(p, o);
+    d.solve();
+    const std::string label = std::string("hessian ") + solver::to_string(hessian);
+    EXPECT_EQ(disagreement(s.solution(), d.solution()), "") << label;
+    EXPECT_EQ(s.solution().iterations, d.solution().iterations) << label;
+    EXPECT_LE(max_abs_diff(s.solution().z, d.solution().z), 1e-6 * std::max(1.0, max_abs(s.solution().z))) << label;
+    std::printf("  %-14s %-18s %3d iterations  cost %.12g (Solver %.12g)  largest z %.3g\n", solver::to_string(hessian),
+                solver::to_string(d.solution().status), d.solution().iterations, d.solution().cost, s.solution().cost,
+                max_abs(d.solution().z));
   }
 }
 

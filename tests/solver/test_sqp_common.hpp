@@ -81,6 +81,14 @@ inline std::vector<std::string> expression_term_overrides() {
       "stage: terminal}]"};
 }
 
+// End-effector constraints on iiwa14_reach (the device path's tests): a floor under a point offset
+// from the flange and a workspace box with some sides unbounded, whose x <= 0.58 is active along the
+// fixture path (cost 1.36508733906 against 1.22985223547 without them).
+inline std::vector<std::string> end_effector_constraint_overrides() {
+  return {"constraints=[{name: floor, type: end_effector_height, min: 0.23, offset: [0.01, 0, 0]}, "
+          "{name: workspace, type: end_effector_box, lower: [-0.8, -.inf, 0.1], upper: [0.58, 0.9, .inf]}]"};
+}
+
 inline std::vector<std::string> config_names() {
   std::vector<std::string> names;
   for (const auto& e : std::filesystem::directory_iterator(knot::source_tree::configs_dir()))

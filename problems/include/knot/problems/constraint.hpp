@@ -132,6 +132,8 @@ class EndEffectorHeight final : public ConstraintTerm {
   void jacobian(const StagePoint& p, double* g, double* gx, double* gu) const override;
   // -mult d2p_z / dx2 by the model's frame curvature; false when the model has none.
   bool add_curvature(const StagePoint& p, const double* mult, double* H, int ldh) const override;
+  const std::array<double, 3>& offset() const { return offset_; }
+  double z_min() const { return z_min_; }
 
  private:
   std::shared_ptr<const Model> model_;
@@ -152,6 +154,11 @@ class EndEffectorBox final : public ConstraintTerm {
   void jacobian(const StagePoint& p, double* g, double* gx, double* gu) const override;
   // sum_r +-mult_r d2p_a(r) / dx2 by the model's frame curvature; false when the model has none.
   bool add_curvature(const StagePoint& p, const double* mult, double* H, int ldh) const override;
+  const std::array<double, 3>& offset() const { return offset_; }
+  const std::array<double, 3>& lower() const { return lower_; }
+  const std::array<double, 3>& upper() const { return upper_; }
+  // Row r bounds axis |rows()[r]| - 1 from above (> 0) or below (< 0).
+  const std::vector<int>& rows() const { return rows_; }
 
  private:
   std::shared_ptr<const Model> model_;

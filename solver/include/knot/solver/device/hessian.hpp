@@ -2,7 +2,8 @@
 // (Solver::Impl::closed_form_hessian, sqp_linearize.cpp) computes it, on the flat problem.
 //
 //   H  = lambda_{k+1}' d2F(x_k, u_k)   the integrator step's second derivatives (k < N)
-//      + z_k' d2g_k + y_k' d2h_k       the constraint rows' curvature (circle obstacles, expressions)
+//      + z_k' d2g_k + y_k' d2h_k       the constraint rows' curvature (circle obstacles, end-effector
+//                                      rows, expressions)
 //   Q, R, S += the cost terms' curvature beyond Gauss-Newton (end-effector, residual costs), then
 //   Q = sym(Q) + H_xx, R = sym(R) + H_uu, S += H_ux   (sym: each mirrored pair set to its mean)
 //
@@ -10,7 +11,8 @@
 // forward mode over its analytic first derivatives (Manipulator::step_hessian: explicit_step_jacobian
 // on duals of Manipulator::kSecondOrderWidth directions), the ModelAdapter models' by one evaluation
 // of explicit_step on HyperDual (ModelAdapter::second_order), the frame curvature as
-// Manipulator::add_frame_curvature, the expression terms' as TermExpressions::curvature. So in
+// Manipulator::add_frame_curvature (end-effector costs and constraints), the expression terms' as
+// TermExpressions::curvature. So in
 // double the blocks are Solver's bit for bit when the compiler contracts no multiply-adds
 // (tests/solver/test_device_hessian.cpp). A HyperDual's entries do not depend on its width, so the
 // device may seed fewer widths than the host builds (runtime_second_order_width) and still give the same numbers.
@@ -208,7 +210,8 @@ struct StepHessianFn {
       if (n + i < W) ud[i].g[n + i] = 1.0;
     }
     const auto f = [&a](const HD* xs, const HD* us, HD* out) { a.m.template dynamics<HD>(xs, us, out); };
-    if (!problems::explicit_step(P->integrator, P->discrete != 0, n, a.m.nq(), f, xd, ud, P->dt, yd, work)) return false;
+    if (!problems::explicit_step(P->integrator, P->discrete != 0, n, a.m.nq(), f, xd, ud, P->dt, yd, work))
+      return false;
     bool ok = true;
     for (int i = 0, p = 0; i < nw; ++i)
       for (int j = 0; j <= i; ++j, ++p) {
@@ -275,6 +278,42 @@ KNOT_HD bool term_curvature(const problems::ExprTape& tape, const int* inputs, i
   return true;
 }
 
+// Manipulator::add_frame_curvature: G (nq x nq, ld nq) = sum_a c_a d2p_a / dq_j dq_i of the point
+// `in_body` on `body` by dual sweeps over the point Jacobian, then its mirrored pairs' means added
+// to out (ld ldo; only its q block is touched). region: a Workspace<Dual> and 4 nq + 3 duals.
+template <class O>
+KNOT_HD void add_frame_curvature(const robot::RobotData& r, int body, const double* in_body_d, const double* x,
+                                 const double* c, double* G, unsigned char* region, O* out, int ldo) {
+  using D = ManipulatorDual;
+  constexpr int kW = kManipulatorWidth;
+  const int nq = r.n;
+  robot::Workspace<D>& ws = *reinterpret_cast<robot::Workspace<D>*>(region);
+  D* q = reinterpret_cast<D*>(region + align16(sizeof(robot::Workspace<D>)));
+  D* J = q + nq;
+  D* p = J + 3 * nq;
+  const D in_body[3] = {D(in_body_d[0]), D(in_body_d[1]), D(in_body_d[2])};
+  for (int j0 = 0; j0 < nq; j0 += kW) {
+    const int w = nq - j0 < kW ? nq - j0 : kW;
+    for (int i = 0; i < nq; ++i) q[i] = D(x[i]);
+    for (int e = 0; e < w; ++e) q[j0 + e].d[e] = 1.0;
+    robot::forward_kinematics(r, q, ws);
+    robot::point_position(ws, body, in_body, p);
+    robot::point_jacobian(r, ws, body, p, J, 3);
+    for (int j = 0; j < nq; ++j) {
+      const D* col = J + 3 * std::size_t(j);
+      for (int e = 0; e < w; ++e) G[j + std::size_t(j0 + e) * nq] = c[0] * col[0].d[e] + c[1] * col[1].d[e] + c[2] * col[2].d[e];
+    }
+  }
+  for (int j = 0; j < nq; ++j) {
+    out[j + std::size_t(j) * ldo] += O(G[j + std::size_t(j) * nq]);
+    for (int i = j + 1; i < nq; ++i) {
+      const double v = 0.5 * (G[i + std::size_t(j) * nq] + G[j + std::size_t(i) * nq]);
+      out[i + std::size_t(j) * ldo] += O(v);
+      out[j + std::size_t(i) * ldo] += O(v);
+    }
+  }
+}
+
 }  // namespace detail
 
 // Scalars T of knot_hessian's scratch (room to align its start to 16 bytes included).
@@ -330,6 +369,16 @@ KNOT_HD_NOINLINE bool knot_hessian(const BatchProblem& P, const unsigned char* a
         const int* index = arena_at<int>(arena, c.index);
         const double z = double(mult[row] * mult_scale);
         for (int e = 0; e < 2; ++e) H[at(index[e], index[e])] += -2.0 * z;
+      } else if (c.kind == RowKind::EndEffector) {  // EndEffectorBox / EndEffectorHeight::add_curvature
+        const int* index = arena_at<int>(arena, c.index);
+        double cw[3] = {0.0, 0.0, 0.0};
+        for (int e = 0; e < c.rows; ++e) {
+          const int code = index[e], a = (code > 0 ? code : -code) - 1;
+          const double m = double(mult[row + e] * mult_scale);
+          cw[a] += code > 0 ? m : -m;
+        }
+        detail::add_frame_curvature(*arena_at<robot::RobotData>(arena, P.model_params), c.body, c.in_body, x, cw, G,
+                                    region, H, n);
       } else if (c.kind == RowKind::Expression) {  // ExpressionConstraint::add_curvature
         const TermTape& tt = *arena_at<TermTape>(arena, c.tape);
         const problems::ExprTape tape = detail::term_tape(arena, tt);
@@ -339,10 +388,10 @@ KNOT_HD_NOINLINE bool knot_hessian(const BatchProblem& P, const unsigned char* a
         double* h = cw + problems::kExprMaxRegisters;
         for (int e = 0; e < tt.n_outputs; ++e) cw[e] = 0.0;
         for (int e = 0; e < c.rows; ++e) cw[rows[e].expr] += rows[e].sign * double(mult[row + e] * mult_scale);
-        unsigned char* hd = region + detail::align16((2 * std::size_t(problems::kExprMaxRegisters) +
-                                                      std::size_t(detail::kMaxTermCurvatureInputs) *
-                                                          detail::kMaxTermCurvatureInputs) *
-                                                     sizeof(double));
+        unsigned char* hd =
+            region + detail::align16((2 * std::size_t(problems::kExprMaxRegisters) +
+                                      std::size_t(detail::kMaxTermCurvatureInputs) * detail::kMaxTermCurvatureInputs) *
+                                     sizeof(double));
         if (!detail::term_curvature(tape, in, tt.n_inputs, nx, x, u, cw, h, hd)) return false;
         for (int b = 0; b < tt.n_inputs; ++b)
           for (int a = 0; a < tt.n_inputs; ++a) H[at(in[a], in[b])] += h[a + std::size_t(b) * tt.n_inputs];
@@ -360,17 +409,8 @@ KNOT_HD_NOINLINE bool knot_hessian(const BatchProblem& P, const unsigned char* a
     const double* w = arena_at<double>(arena, c.weight);
     const double s = c.scale_by_dt ? P.dt : 1.0;
     if (c.kind == CostKind::EndEffector) {  // EndEffectorCost::add_curvature
-      using D = detail::ManipulatorDual;
-      constexpr int kW = detail::kManipulatorWidth;
       const robot::RobotData& r = *arena_at<robot::RobotData>(arena, P.model_params);
-      const int nq = r.n;
       robot::Workspace<double>& wd = *reinterpret_cast<robot::Workspace<double>*>(region);
-      robot::Workspace<D>& ws =
-          *reinterpret_cast<robot::Workspace<D>*>(region + detail::align16(sizeof(robot::Workspace<double>)));
-      D* q = reinterpret_cast<D*>(region + detail::align16(sizeof(robot::Workspace<double>)) +
-                                  detail::align16(sizeof(robot::Workspace<D>)));
-      D* J = q + nq;
-      D* p = J + 3 * nq;
       double pos[3], rr[3], wr[3];
       robot::forward_kinematics(r, x, wd);
       robot::point_position(wd, c.body, c.in_body, pos);
@@ -379,29 +419,8 @@ KNOT_HD_NOINLINE bool knot_hessian(const BatchProblem& P, const unsigned char* a
       for (int a = 0; a < 3; ++a) rr[a] = pos[a] - ref[a];
       detail::apply(c.form, 3, w, rr, wr);
       const double cc[3] = {s * wr[0], s * wr[1], s * wr[2]};
-      const D in_body[3] = {D(c.in_body[0]), D(c.in_body[1]), D(c.in_body[2])};
-      for (int j0 = 0; j0 < nq; j0 += kW) {
-        const int wdt = nq - j0 < kW ? nq - j0 : kW;
-        for (int i = 0; i < nq; ++i) q[i] = D(x[i]);
-        for (int e = 0; e < wdt; ++e) q[j0 + e].d[e] = 1.0;
-        robot::forward_kinematics(r, q, ws);
-        robot::point_position(ws, c.body, in_body, p);
-        robot::point_jacobian(r, ws, c.body, p, J, 3);
-        for (int j = 0; j < nq; ++j) {
-          const D* col = J + 3 * std::size_t(j);
-          for (int e = 0; e < wdt; ++e)
-            G[j + std::size_t(j0 + e) * nq] = cc[0] * col[0].d[e] + cc[1] * col[1].d[e] + cc[2] * col[2].d[e];
-        }
-      }
-      // Manipulator's add_symmetrized into Q (ld nx).
-      for (int j = 0; j < nq; ++j) {
-        Q[j + std::size_t(j) * nx] += T(G[j + std::size_t(j) * nq]);
-        for (int i = j + 1; i < nq; ++i) {
-          const double v = 0.5 * (G[i + std::size_t(j) * nq] + G[j + std::size_t(i) * nq]);
-          Q[i + std::size_t(j) * nx] += T(v);
-          Q[j + std::size_t(i) * nx] += T(v);
-        }
-      }
+      detail::add_frame_curvature(r, c.body, c.in_body, x, cc, G,
+                                  region + detail::align16(sizeof(robot::Workspace<double>)), Q, nx);
     } else if (c.kind == CostKind::Residual) {  // ResidualCost::add_curvature
       const TermTape& tt = *arena_at<TermTape>(arena, c.tape);
       const problems::ExprTape tape = detail::term_tape(arena, tt);
@@ -410,10 +429,10 @@ KNOT_HD_NOINLINE bool knot_hessian(const BatchProblem& P, const unsigned char* a
       double* rv = reinterpret_cast<double*>(region);
       double* cw = rv + problems::kExprMaxRegisters;
       double* h = cw + problems::kExprMaxRegisters;
-      unsigned char* hd = region + detail::align16((2 * std::size_t(problems::kExprMaxRegisters) +
-                                                    std::size_t(detail::kMaxTermCurvatureInputs) *
-                                                        detail::kMaxTermCurvatureInputs) *
-                                                   sizeof(double));
+      unsigned char* hd =
+          region + detail::align16((2 * std::size_t(problems::kExprMaxRegisters) +
+                                    std::size_t(detail::kMaxTermCurvatureInputs) * detail::kMaxTermCurvatureInputs) *
+                                   sizeof(double));
       detail::term_eval(tape, in, ni, nx, x, running ? u : static_cast<const double*>(nullptr), rv,
                         static_cast<double*>(nullptr), reinterpret_cast<double*>(hd));
       detail::apply(c.form, m, w, rv, cw);
@@ -423,9 +442,12 @@ KNOT_HD_NOINLINE bool knot_hessian(const BatchProblem& P, const unsigned char* a
         for (int a = 0; a < ni; ++a) {
           const double v = h[a + std::size_t(b) * ni];
           const int ia = in[a], ib = in[b];
-          if (ia < nx && ib < nx) Q[ia + std::size_t(ib) * nx] += T(v);
-          else if (ia >= nx && ib >= nx && running) R[(ia - nx) + std::size_t(ib - nx) * nu] += T(v);
-          else if (ia >= nx && ib < nx && running) S[(ia - nx) + std::size_t(ib) * nu] += T(v);
+          if (ia < nx && ib < nx)
+            Q[ia + std::size_t(ib) * nx] += T(v);
+          else if (ia >= nx && ib >= nx && running)
+            R[(ia - nx) + std::size_t(ib - nx) * nu] += T(v);
+          else if (ia >= nx && ib < nx && running)
+            S[(ia - nx) + std::size_t(ib) * nu] += T(v);
         }
     }
     // State and control costs are quadratic: their Gauss-Newton blocks are exact.

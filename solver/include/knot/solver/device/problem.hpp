@@ -71,7 +71,7 @@ enum class ModelKind : int {
 };
 
 enum class CostKind : int { State, Control, EndEffector, Residual };
-enum class RowKind : int { ControlBox, StateBox, StateEquality, Expression, CircleObstacle };
+enum class RowKind : int { ControlBox, StateBox, StateEquality, Expression, CircleObstacle, EndEffector };
 enum class WeightForm : int { Scalar, Diagonal, Dense };  // problems::Weight::Form
 enum class Stages : int { All, Running, Terminal };       // problems::StageSet
 enum class ConstraintSet : int { Inequality, Equality };   // which rows knot_rows evaluates
@@ -114,6 +114,9 @@ struct CostRecord {
 // An expression constraint has `tape` (its TermTape) and `index` (rows ExprRow) in the arena, and
 // its bounds in those rows. A circle obstacle (one row, r^2 - |p - c|^2) has the two state entries
 // of the planar position p at `index`, its center c at `lower` (2) and its radius r at `upper` (1).
+// An end-effector row set (end_effector_box; end_effector_height is its one row z_min - p_z) has
+// the point on `body` at `in_body` (body coordinates), one code per row at `index` (+(a + 1): p_a -
+// upper_a, -(a + 1): lower_a - p_a) and the three lower and three upper bounds at `lower`, `upper`.
 struct RowRecord {
   RowKind kind = RowKind::StateBox;
   Stages stages = Stages::All;
@@ -123,6 +126,8 @@ struct RowRecord {
   std::size_t index = 0;
   std::size_t lower = 0, upper = 0;
   std::size_t tape = 0;
+  int body = -1;                  // end-effector rows: the robot body
+  double in_body[3] = {0, 0, 0};  // end-effector rows: the point in body coordinates
 };
 
 // Sizes and offsets; trivially copyable, no pointers. Arena offsets are in bytes (8-aligned),
@@ -962,6 +967,30 @@ KNOT_HD_NOINLINE int knot_rows(const BatchProblem& P, const unsigned char* arena
     if (c.kind == RowKind::Expression) {
       detail::expression_rows(P, arena, c, x_k, u_k, g + row, jac != nullptr ? jac + std::size_t(row) * nw : nullptr,
                               work);
+      row += c.rows;
+      continue;
+    }
+    if (c.kind == RowKind::EndEffector) {  // Manipulator::frame_position, then EndEffectorBox::jacobian
+      const robot::RobotData& rd = *arena_at<robot::RobotData>(arena, P.model_params);
+      T* pos = work + detail::ref_scalars(P);
+      T* J = pos + 3;
+      T* ws = J + 3 * std::size_t(nx) + 9;
+      KNOT_ROBOT_WORKSPACE(T, wsp, ws);
+      const T in_body[3] = {T(c.in_body[0]), T(c.in_body[1]), T(c.in_body[2])};
+      robot::forward_kinematics(rd, x_k, wsp);
+      robot::point_position(wsp, c.body, in_body, pos);
+      if (jac != nullptr) {
+        for (int e = 0; e < 3 * nx; ++e) J[e] = T(0.0);
+        robot::point_jacobian(rd, wsp, c.body, pos, J, 3);
+      }
+      for (int rr = 0; rr < c.rows; ++rr) {
+        const int code = index[rr], a = (code > 0 ? code : -code) - 1;
+        g[row + rr] = code > 0 ? pos[a] - T(hi[a]) : T(lo[a]) - pos[a];
+        if (jac != nullptr) {
+          const T sign = T(code > 0 ? 1.0 : -1.0);
+          for (int j = 0; j < nx; ++j) jac[std::size_t(row + rr) * nw + j] = sign * J[a + 3 * std::size_t(j)];
+        }
+      }
       row += c.rows;
       continue;
     }
