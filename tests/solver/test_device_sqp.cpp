@@ -163,6 +163,22 @@ Snapshot snapshot(const DeviceSqp& d) {
   return {s.x, s.u, s.lambda, s.z, s.s, s.y, s.cost, s.mu, s.status, s.iterations};
 }
 
+// The solve from the default guess on a serial group, then on threaded groups of 1, 2, 3 and 7
+// members: bitwise the same every time, and solved.
+void expect_every_group_size_bitwise(const problems::Problem& p, const SolverOptions& o, const std::string& label) {
+  DeviceSqp d(p, o, 7);
+  d.solve();
+  const Snapshot serial = snapshot(d);
+  EXPECT_TRUE(solver::is_solved(serial.status)) << label;
+  for (int threads : {1, 2, 3, 7}) {
+    std::vector<double> x, u;
+    solver::default_initial_guess(p, x, u);
+    d.set_initial_guess(x, u);
+    linalg::run_threaded(threads, [&](linalg::ThreadedGroup& g) { d.solve_on(g); });
+    EXPECT_TRUE(snapshot(d) == serial) << label << " on " << threads << " threads";
+  }
+}
+
 TEST(DeviceSqp, EveryGroupSizeGivesBitwiseTheSameSolve) {
   // Unconstrained, boxes on controls (central start, barrier), a terminal equality, and the arm.
   for (const char* name : {"cartpole_swingup", "pendulum_swingup", "double_integrator_rest_to_rest", "iiwa14_reach"}) {
@@ -294,17 +310,7 @@ TEST(DeviceSqp, ExactHessianGivesBitwiseTheSameSolveOnEveryGroupSize) {
     if (kUnderSanitizer && p.nx() > 8) continue;
     SolverOptions o = device_fit(p);
     o.hessian = hessian;
-    DeviceSqp d(p, o, 7);
-    d.solve();
-    const Snapshot serial = snapshot(d);
-    EXPECT_TRUE(solver::is_solved(serial.status)) << name;
-    for (int threads : {1, 2, 3, 7}) {
-      std::vector<double> x, u;
-      solver::default_initial_guess(p, x, u);
-      d.set_initial_guess(x, u);
-      linalg::run_threaded(threads, [&](linalg::ThreadedGroup& g) { d.solve_on(g); });
-      EXPECT_TRUE(snapshot(d) == serial) << name << " on " << threads << " threads";
-    }
+    expect_every_group_size_bitwise(p, o, name);
   }
 }
 
@@ -462,17 +468,7 @@ TEST(DeviceSqp, ExpressionModelEveryGroupSizeGivesBitwiseTheSameSolve) {
     problems::Problem p = load_expression(name);
     const SolverOptions o = device_fit(p);
     ASSERT_EQ(solver::device::device_sqp_unsupported(p, o), "") << name;
-    DeviceSqp d(p, o, 7);
-    d.solve();
-    const Snapshot serial = snapshot(d);
-    EXPECT_TRUE(solver::is_solved(serial.status)) << name;
-    for (int threads : {1, 2, 3, 7}) {
-      std::vector<double> x, u;
-      solver::default_initial_guess(p, x, u);
-      d.set_initial_guess(x, u);
-      linalg::run_threaded(threads, [&](linalg::ThreadedGroup& g) { d.solve_on(g); });
-      EXPECT_TRUE(snapshot(d) == serial) << name << " on " << threads << " threads";
-    }
+    expect_every_group_size_bitwise(p, o, name);
   }
 }
 
