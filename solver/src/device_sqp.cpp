@@ -9,39 +9,32 @@
 #include "knot/linalg/group.hpp"
 #include "knot/solver/device/hessian.hpp"
 #include "knot/problems/error.hpp"
+#include "knot/problems/expression_terms.hpp"
 
 namespace knot::solver::device {
 
 namespace {
 
-// Where Solver's exact Hessian has no closed form on the compiled problem (Solver differences its
-// gradient there; the device path has no differencing): empty when every piece has one.
+// Where Solver's exact Hessian has no closed form (Solver differences its gradient there; the device
+// path has no differencing): empty when every piece has one.
 std::string exact_hessian_unsupported(const problems::Problem& problem) {
-  const BatchProblemData d = compile_batch_problem(problem);
-  const BatchProblem& P = d.problem;
-  const int nw = P.nx + P.nu;
-  if (P.model != ModelKind::Manipulator && detail::hessian_width(P.model, nw) == 0)
-    return "solver.hessian: the device path's exact Hessian takes models with nx + nu <= 24 (their second "
-           "derivatives on HyperDual), found nx + nu = " +
+  const int nw = problem.nx() + problem.nu();
+  if (problem.model->type() != "manipulator" && nw > problems::kMaxSecondOrderWidth)
+    return "solver.hessian: the device path's exact Hessian takes models with nx + nu <= " +
+           std::to_string(problems::kMaxSecondOrderWidth) + " (their second derivatives on HyperDual), found nx + nu = " +
            std::to_string(nw) + "; set hessian: gauss_newton";
-  const auto too_wide = [&](std::size_t tape_offset) {
-    return arena_at<TermTape>(d.arena.data(), tape_offset)->n_inputs > detail::kMaxTermCurvatureInputs;
+  const auto too_wide = [](const char* kind, const problems::TermInfo& info, const problems::TermExpressions& e) {
+    if (int(e.inputs().size()) <= detail::kMaxTermCurvatureInputs) return std::string();
+    return std::string("solver.hessian: ") + kind + " '" + info.name + "' reads more than " +
+           std::to_string(detail::kMaxTermCurvatureInputs) +
+           " states and controls, where the exact Hessian has no closed form; set hessian: gauss_newton";
   };
-  const CostRecord* costs = arena_at<CostRecord>(d.arena.data(), P.costs);
-  for (int t = 0; t < P.n_costs; ++t)
-    if (costs[t].kind == CostKind::Residual && too_wide(costs[t].tape))
-      return "solver.hessian: cost '" + d.cost_names[static_cast<std::size_t>(t)] +
-             "' reads more than 16 states and controls, where the exact Hessian has no closed form; set hessian: "
-             "gauss_newton";
-  for (int pass = 0; pass < 2; ++pass) {
-    const RowRecord* rows = arena_at<RowRecord>(d.arena.data(), pass == 0 ? P.ineq_terms : P.eq_terms);
-    const std::vector<std::string>& names = pass == 0 ? d.ineq_names : d.eq_names;
-    for (int t = 0; t < (pass == 0 ? P.n_ineq_terms : P.n_eq_terms); ++t)
-      if (rows[t].kind == RowKind::Expression && too_wide(rows[t].tape))
-        return "solver.hessian: constraint '" + names[static_cast<std::size_t>(t)] +
-               "' reads more than 16 states and controls, where the exact Hessian has no closed form; set hessian: "
-               "gauss_newton";
-  }
+  for (const auto& c : problem.costs)
+    if (const auto* r = dynamic_cast<const problems::ResidualCost*>(c.get()))
+      if (std::string why = too_wide("cost", r->info(), r->expressions()); !why.empty()) return why;
+  for (const auto& c : problem.constraints)
+    if (const auto* e = dynamic_cast<const problems::ExpressionConstraint*>(c.get()))
+      if (std::string why = too_wide("constraint", e->info(), e->expressions()); !why.empty()) return why;
   return {};
 }
 

@@ -42,8 +42,8 @@ Record record(const solver::Solution& sol, const solver::Stats& st) {
   return r;
 }
 
-// The solvers path (B Solvers), which this file holds to separate Solvers bit for bit; path auto
-// takes the device path where the problem fits it (test_batch_device.cpp).
+// The solvers path (B Solvers), which this file holds to separate Solvers bit for bit: asked for by
+// name, though path auto takes it on backend cpu too (the device path: test_batch_device.cpp).
 BatchOptions solvers_path() {
   BatchOptions o;
   o.path = solver::BatchPath::Solvers;

@@ -25,6 +25,13 @@
 
 namespace knot::problems {
 
+// The widths second-order evaluations build (ModelAdapter::step_hessian, the device path's exact
+// Hessian): the smallest of 3, 5, 6, 8, 12, 16, 24 that holds nw directions, else 0.
+inline constexpr int kMaxSecondOrderWidth = 24;
+KNOT_HD constexpr int second_order_width(int nw) {
+  return nw <= 3 ? 3 : nw <= 5 ? 5 : nw <= 6 ? 6 : nw <= 8 ? 8 : nw <= 12 ? 12 : nw <= 16 ? 16 : nw <= 24 ? 24 : 0;
+}
+
 template <int N>
 struct HyperDual {
   static_assert(N >= 1);

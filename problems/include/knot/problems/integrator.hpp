@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "knot/linalg/config.hpp"
+#include "knot/problems/hyperdual.hpp"
 #include "knot/problems/model.hpp"
 
 namespace knot::problems {
@@ -105,6 +106,40 @@ KNOT_HD bool explicit_step(IntegratorType type, bool discrete, int n, int nq, co
       return false;
   }
   return false;
+}
+
+// H = sum_r lambda_r d2 x_next_r / dw2 over w = (x, u) (nw = n + m <= W; nw x nw, column-major,
+// symmetric bit for bit) by one explicit_step on HyperDual<W> seeded with the nw unit directions.
+// f evaluates the model on HyperDual<W>; xd, ud, yd (n, m, n) and work (2 n) are scratch.
+// Unsupported for an implicit scheme or nw > W; NonFinite when a value or derivative is not finite.
+template <int W, class Dyn>
+KNOT_HD SecondOrderStatus explicit_step_hessian(IntegratorType type, bool discrete, int n, int m, int nq, const Dyn& f,
+                                                const double* x, const double* u, double dt, const double* lambda,
+                                                double* H, HyperDual<W>* xd, HyperDual<W>* ud, HyperDual<W>* yd,
+                                                HyperDual<W>* work) {
+  const int nw = n + m;
+  if (nw > W) return SecondOrderStatus::Unsupported;
+  // Direction j seeds input j of w = (x, u); the bounds tell the compiler that j < W.
+  for (int i = 0; i < n; ++i) {
+    xd[i] = HyperDual<W>(x[i]);
+    if (i < W) xd[i].g[i] = 1.0;
+  }
+  for (int i = 0; i < m; ++i) {
+    ud[i] = HyperDual<W>(u[i]);
+    if (n + i < W) ud[i].g[n + i] = 1.0;
+  }
+  if (!explicit_step(type, discrete, n, nq, f, xd, ud, dt, yd, work)) return SecondOrderStatus::Unsupported;
+  bool finite = true;  // v - v == 0 is false for inf and NaN (no <cmath> overload set on the device)
+  for (int i = 0, p = 0; i < nw; ++i)
+    for (int j = 0; j <= i; ++j, ++p) {
+      double acc = 0;
+      for (int r = 0; r < n; ++r) acc += lambda[r] * yd[r].h[p];
+      finite = finite && acc - acc == 0.0;
+      H[i + std::size_t(j) * nw] = acc;
+      H[j + std::size_t(i) * nw] = acc;
+    }
+  for (int r = 0; r < n; ++r) finite = finite && yd[r].v - yd[r].v == 0.0;
+  return finite ? SecondOrderStatus::Ok : SecondOrderStatus::NonFinite;
 }
 
 // Scratch of explicit_step_jacobian, in scalars: f, acc (n each), fx, Sx, Kx (n x n each) and fu,

@@ -228,20 +228,17 @@ class ModelAdapter final : public Model {
   }
 
  private:
+  // second_order_width's widths (hyperdual.hpp), as a list to instantiate.
   static constexpr int kSecondOrderWidths[] = {3, 5, 6, 8, 12, 16, 24};
-
-  static constexpr int smallest_width(int nw) {
-    for (int w : kSecondOrderWidths)
-      if (nw <= w) return w;
-    return 0;
-  }
+  static_assert(second_order_width(kMaxSecondOrderWidth) == kMaxSecondOrderWidth &&
+                second_order_width(kMaxSecondOrderWidth + 1) == 0);
 
   // Calls body.template operator()<W>() for the smallest width W >= nw; nothing when none is. A
   // model that states nx + nu at compile time (M::kNw) instantiates that one width only.
   template <class Body>
   static void with_second_order_width(int nw, const Body& body) {
     if constexpr (requires { M::kNw; }) {
-      constexpr int W = smallest_width(M::kNw);
+      constexpr int W = second_order_width(M::kNw);
       if constexpr (W > 0)
         if (nw <= W) body.template operator()<W>();
     } else {
@@ -258,33 +255,11 @@ class ModelAdapter final : public Model {
   SecondOrderStatus second_order(IntegratorType type, const double* x, const double* u, double dt, const double* lambda,
                                  double* H, HyperDual<W>* xd, HyperDual<W>* ud, HyperDual<W>* yd,
                                  HyperDual<W>* work) const {
-    const int n = model_.nx(), m = model_.nu(), nw = n + m;
-    if (nw > W) return SecondOrderStatus::Unsupported;  // never taken (the caller picks W >= nw)
-    // Direction j seeds input j of w = (x, u); the bounds tell the compiler that j < W.
-    for (int i = 0; i < n; ++i) {
-      xd[i] = HyperDual<W>(x[i]);
-      if (i < W) xd[i].g[i] = 1.0;
-    }
-    for (int i = 0; i < m; ++i) {
-      ud[i] = HyperDual<W>(u[i]);
-      if (n + i < W) ud[i].g[n + i] = 1.0;
-    }
     const auto f = [this](const HyperDual<W>* xs, const HyperDual<W>* us, HyperDual<W>* out) {
       model_.template dynamics<HyperDual<W>>(xs, us, out);
     };
-    if (!explicit_step(type, discrete_time(), n, model_.nq(), f, xd, ud, dt, yd, work))
-      return SecondOrderStatus::Unsupported;
-    bool finite = true;
-    for (int i = 0, p = 0; i < nw; ++i)
-      for (int j = 0; j <= i; ++j, ++p) {
-        double acc = 0;
-        for (int r = 0; r < n; ++r) acc += lambda[r] * yd[r].h[p];
-        finite = finite && std::isfinite(acc);
-        H[i + std::size_t(j) * nw] = acc;
-        H[j + std::size_t(i) * nw] = acc;
-      }
-    for (int r = 0; r < n; ++r) finite = finite && std::isfinite(yd[r].v);
-    return finite ? SecondOrderStatus::Ok : SecondOrderStatus::NonFinite;
+    return explicit_step_hessian<W>(type, discrete_time(), model_.nx(), model_.nu(), model_.nq(), f, x, u, dt, lambda,
+                                    H, xd, ud, yd, work);
   }
 
   struct SecondOrderBase {

@@ -46,39 +46,11 @@ using ManipulatorDual = problems::Dual<double, problems::Tangent<double, kManipu
 // TermExpressions::curvature's widths: 4, 8, 16; more inputs have no closed form.
 inline constexpr int kMaxTermCurvatureInputs = 16;
 
-// ModelAdapter's smallest_width: the smallest of 3, 5, 6, 8, 12, 16, 24 that holds nw, else 0.
-KNOT_HD constexpr int host_second_order_width(int nw) {
-  return nw <= 3 ? 3 : nw <= 5 ? 5 : nw <= 6 ? 6 : nw <= 8 ? 8 : nw <= 12 ? 12 : nw <= 16 ? 16 : nw <= 24 ? 24 : 0;
-}
-
 // The HyperDual widths the device builds for models whose nx + nu is known only at run time: 4, 8,
-// 16, 24 (fewer instantiations than the host's seven; the entries are the same at any width). A model
-// with M::kNw builds the host's width for it.
+// 16, 24 (fewer instantiations than second_order_width's seven; a HyperDual's entries are the same
+// at any width). A model with M::kNw builds second_order_width(M::kNw), as ModelAdapter does.
 KNOT_HD constexpr int runtime_second_order_width(int nw) {
   return nw <= 4 ? 4 : nw <= 8 ? 8 : nw <= 16 ? 16 : nw <= 24 ? 24 : 0;
-}
-
-// The HyperDual width the device uses for a ModelAdapter model of kind `kind` and nx + nu = nw; 0
-// when there is none (nw > 24: Solver differences its gradient there, the device path refuses).
-KNOT_HD constexpr int hessian_width(ModelKind kind, int nw) {
-  switch (kind) {
-    case ModelKind::Pendulum:
-      return host_second_order_width(models::Pendulum::kNw);
-    case ModelKind::Cartpole:
-      return host_second_order_width(models::Cartpole::kNw);
-    case ModelKind::Acrobot:
-      return host_second_order_width(models::Acrobot::kNw);
-    case ModelKind::Quadrotor:
-      return host_second_order_width(models::Quadrotor::kNw);
-    case ModelKind::Unicycle:
-      return host_second_order_width(models::Unicycle::kNw);
-    case ModelKind::Car:
-      return host_second_order_width(models::Car::kNw);
-    case ModelKind::Manipulator:
-      return 0;  // forward mode over the analytic derivatives, not HyperDual
-    default:
-      return runtime_second_order_width(nw);
-  }
 }
 
 KNOT_HD constexpr std::size_t hyperdual_bytes(int w) {
@@ -110,9 +82,9 @@ struct HessianLayout {
       // The end-effector cost: its double kinematics, then the dual point and its Jacobian.
       need(align16(sizeof(robot::Workspace<double>)) + align16(sizeof(robot::Workspace<ManipulatorDual>)) +
            (n + 3 * n + 3) * dual);
-    } else {
-      const int w = hessian_width(P.model, int(nw));
-      need((4 * nx + nu) * hyperdual_bytes(w));
+    } else {  // whichever of the two width rules the model takes
+      const int a = problems::second_order_width(int(nw)), b = runtime_second_order_width(int(nw));
+      need((4 * nx + nu) * hyperdual_bytes(a > b ? a : b));
     }
     if (P.term_work > 0) {
       // An expression term: r and c (registers), its n x n curvature, then the inputs, the register
@@ -191,44 +163,21 @@ struct StepHessianFn {
     return ok;
   }
 
-  // ModelAdapter::second_order on HyperDual<W>.
+  // ModelAdapter::second_order on HyperDual<W>: explicit_step_hessian.
   template <int W, class M>
   KNOT_HD bool second_order(const AdaptedModel<M>& a) const {
     using HD = problems::HyperDual<W>;
-    const int n = a.m.nx(), m = a.m.nu(), nw = n + m;
-    if (nw > W) return false;
+    const int n = a.m.nx(), m = a.m.nu();
     HD* xd = reinterpret_cast<HD*>(region);
-    HD* ud = xd + n;
-    HD* yd = ud + m;
-    HD* work = yd + n;
-    for (int i = 0; i < n; ++i) {
-      xd[i] = HD(x[i]);
-      if (i < W) xd[i].g[i] = 1.0;
-    }
-    for (int i = 0; i < m; ++i) {
-      ud[i] = HD(u[i]);
-      if (n + i < W) ud[i].g[n + i] = 1.0;
-    }
     const auto f = [&a](const HD* xs, const HD* us, HD* out) { a.m.template dynamics<HD>(xs, us, out); };
-    if (!problems::explicit_step(P->integrator, P->discrete != 0, n, a.m.nq(), f, xd, ud, P->dt, yd, work))
-      return false;
-    bool ok = true;
-    for (int i = 0, p = 0; i < nw; ++i)
-      for (int j = 0; j <= i; ++j, ++p) {
-        double acc = 0;
-        for (int r = 0; r < n; ++r) acc += lam[r] * yd[r].h[p];
-        ok = ok && finite(acc);
-        H[i + std::size_t(j) * nw] = acc;
-        H[j + std::size_t(i) * nw] = acc;
-      }
-    for (int r = 0; r < n; ++r) ok = ok && finite(yd[r].v);
-    return ok;
+    return problems::explicit_step_hessian<W>(P->integrator, P->discrete != 0, n, m, a.m.nq(), f, x, u, P->dt, lam, H,
+                                              xd, xd + n, xd + n + m, xd + 2 * n + m) == problems::SecondOrderStatus::Ok;
   }
 
   template <class M>
   KNOT_HD bool operator()(const AdaptedModel<M>& a) const {
     if constexpr (requires { M::kNw; }) {
-      constexpr int W = host_second_order_width(M::kNw);
+      constexpr int W = problems::second_order_width(M::kNw);
       return second_order<W>(a);
     } else {
       const int nw = a.m.nx() + a.m.nu();
