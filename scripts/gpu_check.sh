@@ -179,6 +179,9 @@ if (( PREBUILT )) || run_phase build_sqp 150 cmake --build "$BUILD" -j "$JOBS" -
     say "phase 6c: the LQ step on the GPU: riccati (warp, and riccati-b: over the block) against bdsv and pcg (iiwa14, N = 64)"
     run_phase bench_sqp_linsys 60 "$bench_sqp" --N 64 --B 1,128 --reps 3 --linsys riccati,bdsv,pcg --riccati warp,block || true
     grep -E '^SQP ' "$LOGS/bench_sqp_linsys.log" 2>/dev/null | tee -a "$SUMMARY" || true
+    say "phase 6d: the exact and auto Hessians on the GPU against Gauss-Newton (iiwa14, N = 64)"
+    run_phase bench_sqp_hessian 90 "$bench_sqp" --N 64 --B 1,128 --reps 3 --hessian gauss_newton,exact,auto || true
+    grep -E '^SQP ' "$LOGS/bench_sqp_hessian.log" 2>/dev/null | tee -a "$SUMMARY" || true
   fi
 fi
 

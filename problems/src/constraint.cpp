@@ -209,6 +209,13 @@ EndEffectorHeight::EndEffectorHeight(TermInfo info, std::shared_ptr<const Model>
   if (!std::isfinite(z_min_)) fail(info_, type(), "z_min: expected a finite value, found " + text::format_number(z_min_));
 }
 
+void EndEffectorHeight::set_z_min(double z_min) {
+  if (!std::isfinite(z_min))
+    throw std::invalid_argument("end_effector_height '" + info_.name + "': z_min: expected a finite value, found " +
+                                text::format_number(z_min));
+  z_min_ = z_min;
+}
+
 void EndEffectorHeight::evaluate(const StagePoint& p, double* g) const {
   double pos[3];
   position(*model_, p, info_, type(), frame_, offset_, pos, nullptr);
@@ -252,6 +259,20 @@ EndEffectorBox::EndEffectorBox(TermInfo info, std::shared_ptr<const Model> model
 }
 
 int EndEffectorBox::dim() const { return static_cast<int>(rows_.size()); }
+
+void EndEffectorBox::set_bounds(const std::array<double, 3>& lower, const std::array<double, 3>& upper) {
+  for (int a = 0; a < 3; ++a) {
+    const double lo = lower[a], hi = upper[a];
+    const bool same = std::isfinite(lo) == std::isfinite(lower_[a]) && std::isfinite(hi) == std::isfinite(upper_[a]);
+    if (std::isnan(lo) || std::isnan(hi) || lo == INFINITY || hi == -INFINITY || lo > hi || !same)
+      throw std::invalid_argument("end_effector_box '" + info_.name + "': bounds of axis " + std::to_string(a) +
+                                  ": expected lower <= upper, each finite exactly where the term's is, found [" +
+                                  text::format_number(lo) + ", " + text::format_number(hi) + "] for [" +
+                                  text::format_number(lower_[a]) + ", " + text::format_number(upper_[a]) + "]");
+  }
+  lower_ = lower;
+  upper_ = upper;
+}
 
 void EndEffectorBox::evaluate(const StagePoint& p, double* g) const {
   double pos[3];

@@ -4,10 +4,12 @@
 #include <cstring>
 #include <new>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "batch_sqp_launch.hpp"
 #include "knot/problems/robot/dynamics.hpp"
+#include "knot/solver/device/hessian.hpp"
 #include "knot/solver/cuda/batch_cuda.hpp"
 
 namespace knot::solver::cuda {
@@ -121,7 +123,18 @@ struct CudaBatch::Impl {
     // The solve's per-thread stack: the driver's scalar state, the evaluations' locals and the robot
     // workspace they keep there (device/problem.hpp). The limit is the device's, shared with other
     // batches: raised, never lowered.
-    const std::size_t stack = 16 * 1024 + sizeof(problems::robot::Workspace<T>);
+    // The kernel's own figure (its deepest call chain's frames) bounds it from below.
+    const bool exact = options.hessian != 0;
+    cudaFuncAttributes attr{};
+    if constexpr (std::is_same_v<T, double>)
+      KNOT_BATCH_TRY(exact ? detail::batch_sqp_exact_attributes(&attr)
+                           : detail::batch_sqp_attributes(static_cast<const T*>(nullptr), &attr),
+                     "cudaFuncGetAttributes(batch_sqp_kernel)");
+    else
+      KNOT_BATCH_TRY(detail::batch_sqp_attributes(static_cast<const T*>(nullptr), &attr),
+                     "cudaFuncGetAttributes(batch_sqp_kernel)");
+    std::size_t stack = 16 * 1024 + sizeof(problems::robot::Workspace<T>);
+    if (attr.localSizeBytes + 4096 > stack) stack = attr.localSizeBytes + 4096;
     std::size_t have = 0;
     KNOT_BATCH_TRY(cudaDeviceGetLimit(&have, cudaLimitStackSize), "cudaDeviceGetLimit(stack)");
     if (have < stack) KNOT_BATCH_TRY(cudaDeviceSetLimit(cudaLimitStackSize, stack), "cudaDeviceSetLimit(stack)");
@@ -129,9 +142,16 @@ struct CudaBatch::Impl {
     KNOT_BATCH_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
     cudaMemcpyAsync(d_slices, h_slices, B * slice_stride * sizeof(double), cudaMemcpyHostToDevice, stream);
     cudaMemcpyAsync(d_iterates, h_iterates, B * iterate_stride * sizeof(double), cudaMemcpyHostToDevice, stream);
-    detail::launch_batch_sqp(batch, threads, stream, P, d_arena, arena_stride, d_slices, slice_stride, options,
-                             static_cast<T*>(d_arrays), array_stride, d_iterates, iterate_stride, d_results,
-                             d_rows);
+    if constexpr (std::is_same_v<T, double>) {
+      if (exact)
+        detail::launch_batch_sqp_exact(batch, threads, stream, P, d_arena, arena_stride, d_slices, slice_stride,
+                                       options, static_cast<T*>(d_arrays), array_stride, d_iterates, iterate_stride,
+                                       d_results, d_rows);
+    }
+    if (!exact)
+      detail::launch_batch_sqp(batch, threads, stream, P, d_arena, arena_stride, d_slices, slice_stride, options,
+                               static_cast<T*>(d_arrays), array_stride, d_iterates, iterate_stride, d_results,
+                               d_rows);
     const cudaError_t launch = cudaGetLastError();
     cudaMemcpyAsync(h_iterates, d_iterates, B * iterate_stride * sizeof(double), cudaMemcpyDeviceToHost, stream);
     cudaMemcpyAsync(h_results, d_results, B * sizeof(device::DeviceResult), cudaMemcpyDeviceToHost, stream);
@@ -154,9 +174,11 @@ Status CudaBatch::create(const device::BatchProblemData& data, const device::Dev
   if (threads == 0) threads = default_batch_threads(batch);
   if (threads < kMinBatchThreads || threads > kMaxBatchThreads)
     return invalid("CudaBatch::create: threads (the block size) must be 0 or in 32..256");
+  if (options.hessian != 0 && single)
+    return invalid("CudaBatch::create: the exact Hessian (hessian exact or auto) runs in double on the CUDA backend; "
+                   "set hessian gauss_newton for single precision");
   if (options.hessian != 0)
-    return invalid("CudaBatch::create: the CUDA backend takes Gauss-Newton steps (hessian gauss_newton); the exact "
-                   "Hessian runs on the cpu backend");
+    if (const char* why = device::gpu_exact_hessian_refusal(data.problem, data.arena.data())) return invalid(why);
   int count = 0;
   KNOT_BATCH_TRY(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
   if (count < 1) return invalid("CudaBatch::create: no CUDA device");

@@ -1,5 +1,6 @@
-// The batched SQP kernel (one problem per block), included by batch_sqp_double.cu and
-// batch_sqp_float.cu, which instantiate it for one scalar type each.
+// The batched SQP kernel (one problem per block), included by batch_sqp_double.cu,
+// batch_sqp_float.cu and batch_sqp_exact.cu, which instantiate it for one scalar type each, and
+// (exact) with the exact Hessian's code.
 #pragma once
 #include "batch_sqp_launch.hpp"
 #include "knot/linalg/cuda/group.cuh"
@@ -8,7 +9,7 @@
 namespace knot::solver::cuda::detail {
 
 // One problem per block: the staged iterate in, the solve, the iterate out (converted when T is float).
-template <class T>
+template <class T, bool kExact>
 __global__ void batch_sqp_kernel(device::BatchProblem P, const unsigned char* arenas, std::size_t arena_stride,
                                  const double* slices,
                                  std::size_t slice_stride, device::DeviceOptions o, T* arrays,
@@ -21,7 +22,7 @@ __global__ void batch_sqp_kernel(device::BatchProblem P, const unsigned char* ar
   double* it = iterates + p * iterate_stride;
   for (std::size_t i = g.rank(); i < iterate_stride; i += g.size()) a.x[i] = T(it[i]);
   g.sync();
-  device::sqp_solve(g, P, arenas + p * arena_stride, slices + p * slice_stride, o, a, results + p,
+  device::sqp_solve<kExact>(g, P, arenas + p * arena_stride, slices + p * slice_stride, o, a, results + p,
                     rows + static_cast<std::size_t>(p) * (o.max_iter + 1));
 #if defined(KNOT_DEVICE_PROFILE)
   if (p == 0 && g.rank() == 0)
@@ -30,12 +31,12 @@ __global__ void batch_sqp_kernel(device::BatchProblem P, const unsigned char* ar
   for (std::size_t i = g.rank(); i < iterate_stride; i += g.size()) it[i] = double(a.x[i]);
 }
 
-template <class T>
+template <bool kExact, class T>
 void launch(int batch, int threads, cudaStream_t stream, const device::BatchProblem& P, const unsigned char* arena,
             std::size_t arena_stride, const double* slices, std::size_t slice_stride, const device::DeviceOptions& o, T* arrays,
             std::size_t array_stride, double* iterates, std::size_t iterate_stride, device::DeviceResult* results,
             IterationStats* rows) {
-  batch_sqp_kernel<T><<<batch, threads, 0, stream>>>(P, arena, arena_stride, slices, slice_stride, o, arrays, array_stride,
+  batch_sqp_kernel<T, kExact><<<batch, threads, 0, stream>>>(P, arena, arena_stride, slices, slice_stride, o, arrays, array_stride,
                                                      iterates, iterate_stride, results, rows, batch);
 }
 

@@ -1,6 +1,7 @@
-// The batched SQP kernel's launchers, one per scalar type, each compiled by nvcc in a translation
-// unit of its own (batch_sqp_double.cu, batch_sqp_float.cu): the kernel is the whole device-path
-// driver, by far the longest compile of the project, and two units build in parallel.
+// The batched SQP kernel's launchers, one per scalar type and (in double) one with the exact
+// Hessian, each compiled by nvcc in a translation unit of its own (batch_sqp_double.cu,
+// batch_sqp_float.cu, batch_sqp_exact.cu): the kernel is the whole device-path driver, by far the
+// longest compile of the project, and the units build in parallel.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -20,5 +21,17 @@ void launch_batch_sqp(int batch, int threads, cudaStream_t stream, const device:
                       const unsigned char* arena, std::size_t arena_stride, const double* slices, std::size_t slice_stride,
                       const device::DeviceOptions& o, float* arrays, std::size_t array_stride, double* iterates,
                       std::size_t iterate_stride, device::DeviceResult* results, IterationStats* rows);
+
+// batch_sqp_kernel<double, true>: the same with the exact Hessian (DeviceOptions::hessian 1 or 2).
+void launch_batch_sqp_exact(int batch, int threads, cudaStream_t stream, const device::BatchProblem& P,
+                            const unsigned char* arena, std::size_t arena_stride, const double* slices,
+                            std::size_t slice_stride, const device::DeviceOptions& o, double* arrays,
+                            std::size_t array_stride, double* iterates, std::size_t iterate_stride,
+                            device::DeviceResult* results, IterationStats* rows);
+
+// The kernels' attributes (their local memory per thread sizes the stack limit).
+cudaError_t batch_sqp_attributes(const double*, cudaFuncAttributes* out);
+cudaError_t batch_sqp_attributes(const float*, cudaFuncAttributes* out);
+cudaError_t batch_sqp_exact_attributes(cudaFuncAttributes* out);
 
 }  // namespace knot::solver::cuda::detail

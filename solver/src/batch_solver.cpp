@@ -7,12 +7,14 @@
 // result, because the problems share nothing mutable. Nothing here allocates after construction:
 // the mutex, the condition variables and the counter are all fixed state.
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -94,14 +96,18 @@ std::shared_ptr<problems::CostTerm> own_copy(const std::shared_ptr<problems::Cos
   return c;
 }
 
-// Box and obstacle terms are copied per problem too, so that set_bounds and set_obstacle can move
-// one problem's.
+// Box, end-effector and obstacle terms are copied per problem too, so that set_bounds and
+// set_obstacle can move one problem's.
 std::shared_ptr<problems::ConstraintTerm> own_copy(const std::shared_ptr<problems::ConstraintTerm>& c) {
   if (const auto* t = dynamic_cast<const problems::ControlBox*>(c.get()))
     return std::make_shared<problems::ControlBox>(*t);
   if (const auto* t = dynamic_cast<const problems::StateBox*>(c.get())) return std::make_shared<problems::StateBox>(*t);
   if (const auto* t = dynamic_cast<const problems::CircleObstacle*>(c.get()))
     return std::make_shared<problems::CircleObstacle>(*t);
+  if (const auto* t = dynamic_cast<const problems::EndEffectorBox*>(c.get()))
+    return std::make_shared<problems::EndEffectorBox>(*t);
+  if (const auto* t = dynamic_cast<const problems::EndEffectorHeight*>(c.get()))
+    return std::make_shared<problems::EndEffectorHeight>(*t);
   return c;
 }
 
@@ -138,7 +144,7 @@ struct BatchSolver::Impl {
   std::vector<std::string> shared_costs;   // reference-carrying costs the batch could not copy
   std::vector<std::exception_ptr> errors;  // one per problem, set only if its solve() threw
   // Problem i's box terms (its own copies, held by its Solver's problem), in the problem's order.
-  std::vector<std::vector<problems::ConstraintTerm*>> boxes;
+  std::vector<std::vector<problems::ConstraintTerm*>> boxes;  // problem i's bounded terms (set_bounds)
   std::vector<std::vector<problems::CircleObstacle*>> obstacles;  // problem i's own (solvers path)
   // ---- Device path: DeviceSqp per problem on the pool (cpu), or the engine (cuda)
   std::vector<device::DeviceSqp> devices;
@@ -303,10 +309,22 @@ BatchSolver::BatchSolver(problems::Problem problem, int batch_size, const BatchO
                                  std::string("a problem the device path runs (backend ") + to_string(options.backend) +
                                      ", path " + to_string(options.path) + ")",
                                  refusal);
-  if (options.backend == BatchBackend::Cuda && solver_options.hessian != Hessian::GaussNewton)
+  if (options.backend == BatchBackend::Cuda && options.single && solver_options.hessian != Hessian::GaussNewton)
     throw problems::ProblemError(problems::SourceLocation{problem.source, 0, 0}, "solver.hessian",
-                                 "gauss_newton on backend cuda (the exact Hessian runs on backend cpu)",
+                                 "gauss_newton on backend cuda in single precision (the exact Hessian runs in double)",
                                  to_string(solver_options.hessian), "set solver: {hessian: gauss_newton}");
+  device::BatchProblemData compiled;  // backend cuda's, compiled once
+  if (options.backend == BatchBackend::Cuda) {
+    compiled = device::compile_batch_problem(problem);
+    const char* why = device::gpu_exact_hessian_refusal(compiled.problem, compiled.arena.data());
+    if (solver_options.hessian != Hessian::GaussNewton && why != nullptr)
+      throw problems::ProblemError(problems::SourceLocation{problem.source, 0, 0}, "solver.hessian",
+                                   std::string("gauss_newton on backend cuda (") + why + ")",
+                                   std::string(to_string(solver_options.hessian)) + " with model " +
+                                       std::string(problem.model->type()) + ", nx + nu = " +
+                                       std::to_string(problem.nx() + problem.nu()),
+                                   "set solver: {hessian: gauss_newton}, or solve on backend cpu");
+  }
   m.path = device_path ? BatchPath::Device : BatchPath::Solvers;
   m.refusal = device_path ? std::string() : refusal;
   m.errors.resize(static_cast<std::size_t>(batch_size));
@@ -322,7 +340,9 @@ BatchSolver::BatchSolver(problems::Problem problem, int batch_size, const BatchO
       std::vector<problems::CircleObstacle*> obstacles;
       for (auto& c : copy.constraints) {
         c = own_copy(c);
-        if (c->box() != nullptr) boxes.push_back(c.get());
+        if (c->box() != nullptr || dynamic_cast<problems::EndEffectorBox*>(c.get()) != nullptr ||
+            dynamic_cast<problems::EndEffectorHeight*>(c.get()) != nullptr)
+          boxes.push_back(c.get());
         if (auto* o = dynamic_cast<problems::CircleObstacle*>(c.get())) obstacles.push_back(o);
       }
       m.boxes.push_back(std::move(boxes));
@@ -335,7 +355,7 @@ BatchSolver::BatchSolver(problems::Problem problem, int batch_size, const BatchO
     m.device_stats.resize(static_cast<std::size_t>(batch_size));
     for (Stats& st : m.device_stats) st.per_iteration.assign(static_cast<std::size_t>(solver_options.max_iter) + 1, {});
     if (options.backend == BatchBackend::Cuda) {
-      m.data = device::compile_batch_problem(problem);
+      m.data = std::move(compiled);
       std::string error;
       m.engine = options.cuda_engine(m.data, device::device_options(solver_options), batch_size, options.threads,
                                      options.single, &error);
@@ -439,27 +459,67 @@ void BatchSolver::set_bounds(int i, std::string_view constraint_name, std::span<
                              std::span<const double> upper) {
   Impl& m = *impl_;
   m.check(i);
+  const auto name = [constraint_name] { return std::string(constraint_name); };  // errors only: no allocation
+  const problems::ConstraintTerm* term = nullptr;
+  if (m.path == BatchPath::Solvers) {
+    for (const problems::ConstraintTerm* c : m.boxes[static_cast<std::size_t>(i)])
+      if (c->info().name == constraint_name) term = c;
+  } else {
+    for (const auto& c : m.base.constraints)
+      if (c->info().name == constraint_name) term = c.get();
+  }
+  const bool height = dynamic_cast<const problems::EndEffectorHeight*>(term) != nullptr;
+  const bool ee_box = dynamic_cast<const problems::EndEffectorBox*>(term) != nullptr;
+  if (term == nullptr || (term->box() == nullptr && !height && !ee_box))
+    throw std::invalid_argument("BatchSolver::set_bounds: no control_box, state_box, end_effector_box or "
+                                "end_effector_height constraint named '" + name() + "'");
+  // An end-effector term's bounds as three axes (x, y, z); a height's one pair is z's [z_min, inf).
+  const double inf = std::numeric_limits<double>::infinity();
+  std::array<double, 3> lo3{-inf, -inf, -inf}, hi3{inf, inf, inf};
+  if (height || ee_box) {
+    const std::size_t n = height ? 1 : 3;
+    if (lower.size() != n || upper.size() != n)
+      throw std::invalid_argument("BatchSolver::set_bounds: constraint '" + name() + "': expected " + std::to_string(n) +
+                                  " lower and upper values, found " + std::to_string(lower.size()) + " and " +
+                                  std::to_string(upper.size()));
+    if (height && upper[0] != inf)
+      throw std::invalid_argument("BatchSolver::set_bounds: constraint '" + name() +
+                                  "': an end_effector_height bounds z from below; expected upper = [inf], found [" +
+                                  std::to_string(upper[0]) + "]");
+    if (height) {
+      lo3[2] = lower[0];
+    } else {
+      std::copy(lower.begin(), lower.end(), lo3.begin());
+      std::copy(upper.begin(), upper.end(), hi3.begin());
+    }
+    if (height && !std::isfinite(lo3[2]))
+      throw std::invalid_argument("BatchSolver::set_bounds: constraint '" + name() + "': z_min: expected a finite value");
+  }
   if (m.path != BatchPath::Solvers) {
     // The compiled slice's bounds: the same rule as bounds_mismatch (finiteness fixed by the rows).
     try {
-      device::set_slice_bounds(m.compiled(), m.slice(i), constraint_name, lower, upper);
+      if (height || ee_box)
+        device::set_slice_bounds(m.compiled(), m.slice(i), constraint_name, lo3, hi3);
+      else
+        device::set_slice_bounds(m.compiled(), m.slice(i), constraint_name, lower, upper);
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument(std::string("BatchSolver::set_bounds: ") + e.what());
     }
     return;
   }
-  for (problems::ConstraintTerm* c : m.boxes[static_cast<std::size_t>(i)]) {
-    if (c->info().name != constraint_name) continue;
-    // The term is problem i's own, not const (made by own_copy); box() only hands out a const view.
-    auto* box = const_cast<problems::BoxBounds*>(c->box());
-    if (std::string why = bounds_mismatch(*box, lower, upper); !why.empty())
-      throw std::invalid_argument("BatchSolver::set_bounds: constraint '" + std::string(constraint_name) + "': " + why);
-    std::copy(lower.begin(), lower.end(), box->lower.begin());
-    std::copy(upper.begin(), upper.end(), box->upper.begin());
-    return;
+  // The term is problem i's own, not const (made by own_copy); box() only hands out a const view.
+  auto* own = const_cast<problems::ConstraintTerm*>(term);
+  try {
+    if (auto* h = dynamic_cast<problems::EndEffectorHeight*>(own)) return h->set_z_min(lo3[2]);
+    if (auto* b = dynamic_cast<problems::EndEffectorBox*>(own)) return b->set_bounds(lo3, hi3);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("BatchSolver::set_bounds: ") + e.what());
   }
-  throw std::invalid_argument("BatchSolver::set_bounds: no control_box or state_box constraint named '" +
-                              std::string(constraint_name) + "'");
+  auto* box = const_cast<problems::BoxBounds*>(own->box());
+  if (std::string why = bounds_mismatch(*box, lower, upper); !why.empty())
+    throw std::invalid_argument("BatchSolver::set_bounds: constraint '" + name() + "': " + why);
+  std::copy(lower.begin(), lower.end(), box->lower.begin());
+  std::copy(upper.begin(), upper.end(), box->upper.begin());
 }
 
 void BatchSolver::set_obstacle(int i, std::string_view constraint_name, std::array<double, 2> center, double radius) {

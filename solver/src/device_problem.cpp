@@ -430,9 +430,12 @@ void set_slice_bounds(const BatchProblemData& d, double* slice, std::string_view
   check_slice(d, slice, "set_slice_bounds");
   const int i = find_name(d.ineq_names, constraint);
   const RowRecord* r = i < 0 ? nullptr : arena_at<RowRecord>(d.arena.data(), d.problem.ineq_terms) + i;
-  if (r == nullptr || (r->kind != RowKind::ControlBox && r->kind != RowKind::StateBox))
-    throw std::invalid_argument("set_slice_bounds: no control_box or state_box named '" + std::string(constraint) + "'");
-  const std::size_t n = static_cast<std::size_t>(r->count);
+  if (r == nullptr ||
+      (r->kind != RowKind::ControlBox && r->kind != RowKind::StateBox && r->kind != RowKind::EndEffector))
+    throw std::invalid_argument("set_slice_bounds: no control_box, state_box or end-effector constraint named '" +
+                                std::string(constraint) + "'");
+  // An end-effector term's bounds are the point's x, y, z ones (a height: z from below).
+  const std::size_t n = r->kind == RowKind::EndEffector ? 3 : static_cast<std::size_t>(r->count);
   if (lower.size() != n || upper.size() != n)
     throw std::invalid_argument("set_slice_bounds: constraint '" + std::string(constraint) + "' expects " + std::to_string(n) +
                                 " values each, found " + std::to_string(lower.size()) + " and " +

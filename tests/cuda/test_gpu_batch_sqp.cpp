@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <initializer_list>
 #include <memory>
 #include <random>
 #include <string>
@@ -89,6 +90,43 @@ void solve_from(solver::device::DeviceSqp& cpu, const problems::Problem& p, cons
   cpu.solve();
 }
 
+// B problems from starts(p, B) on the GPU (CudaBatch's default block) and each on the CPU device
+// path with the same options: the same status and the cost to 1e-9, problem by problem.
+GpuRun expect_gpu_matches_cpu(const problems::Problem& p, const solver::SolverOptions& o, int B) {
+  const auto x0 = starts(p, B);
+  GpuRun g = run_gpu(p, o, x0, 0, false);
+  EXPECT_EQ(g.error, "");
+  if (!g.error.empty()) return g;
+  solver::device::DeviceSqp cpu(p, o);
+  for (int i = 0; i < B; ++i) {
+    solve_from(cpu, p, x0[std::size_t(i)]);
+    const solver::device::DeviceResult& r = g.batch->result(i);
+    EXPECT_EQ(r.status, cpu.result().status) << "problem " << i;
+    EXPECT_NEAR(r.cost, cpu.result().cost, 1e-9 * std::max(1.0, std::abs(cpu.result().cost))) << "problem " << i;
+  }
+  return g;
+}
+
+// B problems solved with each block size of `threads` give bitwise the iterates and iteration counts
+// of 32 threads.
+void expect_block_sizes_bitwise(const problems::Problem& p, const solver::SolverOptions& o, int B,
+                                std::initializer_list<int> threads) {
+  const auto x0 = starts(p, B);
+  const GpuRun ref = run_gpu(p, o, x0, 32, false);
+  ASSERT_EQ(ref.error, "");
+  for (int t : threads) {
+    const GpuRun r = run_gpu(p, o, x0, t, false);
+    ASSERT_EQ(r.error, "") << t;
+    for (int i = 0; i < B; ++i) {
+      const std::size_t n = ref.batch->iterate_size();
+      EXPECT_EQ(std::vector<double>(r.batch->iterate(i), r.batch->iterate(i) + n),
+                std::vector<double>(ref.batch->iterate(i), ref.batch->iterate(i) + n))
+          << t << " threads, problem " << i;
+      EXPECT_EQ(r.batch->result(i).iterations, ref.batch->result(i).iterations) << t << " threads, problem " << i;
+    }
+  }
+}
+
 const char* const kConfigs[] = {"cartpole_swingup", "pendulum_swingup", "double_integrator_rest_to_rest",
                                 "iiwa14_reach"};
 
@@ -101,17 +139,7 @@ TEST(GpuBatchSqp, AgreesWithTheCpuDevicePathInDouble) {
   for (const char* name : kConfigs) {
     SCOPED_TRACE(name);
     const problems::Problem p = load(name);
-    const solver::SolverOptions o = device_fit(p);
-    const auto x0 = starts(p, 8);
-    const GpuRun g = run_gpu(p, o, x0, 0, false);
-    ASSERT_EQ(g.error, "");
-    solver::device::DeviceSqp cpu(p, o);
-    for (int i = 0; i < 8; ++i) {
-      solve_from(cpu, p, x0[std::size_t(i)]);
-      const solver::device::DeviceResult& r = g.batch->result(i);
-      EXPECT_EQ(r.status, cpu.result().status) << "problem " << i;
-      EXPECT_NEAR(r.cost, cpu.result().cost, 1e-9 * std::max(1.0, std::abs(cpu.result().cost))) << "problem " << i;
-    }
+    expect_gpu_matches_cpu(p, device_fit(p), 8);
   }
 }
 
@@ -175,21 +203,7 @@ TEST(GpuBatchSqp, FloatAgreesToItsPrecision) {
 TEST(GpuBatchSqp, EveryBlockSizeGivesBitwiseTheSameSolve) {
   if (!gpu().usable) GTEST_SKIP() << "no usable GPU: " << gpu().reason;
   const problems::Problem p = load("pendulum_swingup");
-  const solver::SolverOptions o = device_fit(p);
-  const auto x0 = starts(p, 4);
-  const GpuRun ref = run_gpu(p, o, x0, 32, false);
-  ASSERT_EQ(ref.error, "");
-  for (int threads : {33, 64, 128, 256}) {
-    const GpuRun r = run_gpu(p, o, x0, threads, false);
-    ASSERT_EQ(r.error, "") << threads;
-    for (int i = 0; i < 4; ++i) {
-      const std::size_t n = ref.batch->iterate_size();
-      EXPECT_EQ(std::vector<double>(r.batch->iterate(i), r.batch->iterate(i) + n),
-                std::vector<double>(ref.batch->iterate(i), ref.batch->iterate(i) + n))
-          << threads << " threads, problem " << i;
-      EXPECT_EQ(r.batch->result(i).iterations, ref.batch->result(i).iterations);
-    }
-  }
+  expect_block_sizes_bitwise(p, device_fit(p), 4, {33, 64, 128, 256});
 }
 
 // Below a warp the launcher refuses, naming the range (checked before any GPU call: runs everywhere).
@@ -199,14 +213,70 @@ TEST(GpuBatchSqp, RefusesABlockSmallerThanAWarp) {
   EXPECT_NE(r.error.find("32..256"), std::string::npos) << r.error;
 }
 
-// The exact Hessian is not compiled for the GPU yet: CudaBatch says so before it looks for a device.
-TEST(GpuBatchSqp, RefusesTheExactHessian) {
-  const problems::Problem p = load("pendulum_swingup");
-  for (const solver::Hessian h : {solver::Hessian::Exact, solver::Hessian::Auto}) {
+// The exact Hessian (device/hessian.hpp, batch_sqp_exact.cu) on the GPU against the CPU device
+// path, under hessian exact and auto: status and cost to 1e-9, problem by problem. The problems
+// cover every piece of the GPU's curvature: the arm's step by dual sweeps, its end-effector cost
+// (iiwa14_reach, iiwa14_gravity_limits with its joint limits) and rows (the floor and box of
+// test_sqp_common.hpp), and an expression constraint's curvature (two joints' squared speeds, active).
+TEST(GpuBatchSqp, ExactHessianAgreesWithTheCpuDevicePath) {
+  if (!gpu().usable) GTEST_SKIP() << "no usable GPU: " << gpu().reason;
+  struct Case {
+    const char* name;
+    std::vector<std::string> overrides;
+  };
+  const Case cases[] = {
+      {"iiwa14_reach", {}},
+      {"iiwa14_gravity_limits", {}},
+      {"iiwa14_reach",
+       {"constraints=[{name: floor, type: end_effector_height, min: 0.23, offset: [0.01, 0, 0]}, {name: workspace, "
+        "type: end_effector_box, lower: [-0.8, -.inf, 0.1], upper: [0.58, 0.9, .inf]}]"}},
+      {"iiwa14_reach",
+       {"constraints=[{name: speed, type: expression, expression: \"qd_iiwa_joint_2^2 + qd_iiwa_joint_4^2\", "
+        "upper: [0.5]}]"}}};
+  for (const Case& c : cases) {
+    const problems::Problem p =
+        problems::load_problem(fs::path(knot::source_tree::configs_dir()) / (std::string(c.name) + ".yaml"), c.overrides);
+    for (const solver::Hessian h : {solver::Hessian::Exact, solver::Hessian::Auto}) {
+      SCOPED_TRACE(std::string(c.name) + (c.overrides.empty() ? "" : " + " + c.overrides[0].substr(0, 40)) +
+                   " hessian " + solver::to_string(h));
+      solver::SolverOptions o = device_fit(p);
+      o.hessian = h;
+      const GpuRun g = expect_gpu_matches_cpu(p, o, 4);
+      if (!g.error.empty() || h != solver::Hessian::Exact) continue;
+      for (int i = 0; i < 4; ++i) {  // the exact kernel ran: Gauss-Newton's rows say exact = false
+        const solver::device::DeviceResult& r = g.batch->result(i);
+        EXPECT_TRUE(r.rows > 0 && g.batch->rows(i)[0].exact_hessian) << "problem " << i;
+      }
+    }
+  }
+}
+
+// The exact kernel's solve is bitwise the same on every block size (its Hessian is per knot, one
+// member each; the members beyond the knots carry no Hessian scratch).
+TEST(GpuBatchSqp, ExactHessianEveryBlockSizeGivesBitwiseTheSameSolve) {
+  if (!gpu().usable) GTEST_SKIP() << "no usable GPU: " << gpu().reason;
+  for (const char* name : {"iiwa14_reach", "iiwa14_gravity_limits"}) {
+    SCOPED_TRACE(name);
+    const problems::Problem p = load(name);
     solver::SolverOptions o = device_fit(p);
+    o.hessian = solver::Hessian::Exact;
+    expect_block_sizes_bitwise(p, o, 2, {64, 128, 256});
+  }
+}
+
+// The exact Hessian runs in double, on the manipulator: in float, or on another model, CudaBatch says
+// so before it looks for a device (so this runs everywhere).
+TEST(GpuBatchSqp, RefusesTheExactHessianInFloatAndOffTheArm) {
+  const problems::Problem arm = load("iiwa14_reach"), pendulum = load("pendulum_swingup");
+  for (const solver::Hessian h : {solver::Hessian::Exact, solver::Hessian::Auto}) {
+    solver::SolverOptions o = device_fit(arm);
     o.hessian = h;
-    const GpuRun r = run_gpu(p, o, starts(p, 2), 0, false);
-    EXPECT_NE(r.error.find("Gauss-Newton"), std::string::npos) << r.error;
+    const GpuRun f = run_gpu(arm, o, starts(arm, 2), 0, true);
+    EXPECT_NE(f.error.find("runs in double"), std::string::npos) << f.error;
+    solver::SolverOptions q = device_fit(pendulum);
+    q.hessian = h;
+    const GpuRun p = run_gpu(pendulum, q, starts(pendulum, 2), 0, false);
+    EXPECT_NE(p.error.find("takes the manipulator"), std::string::npos) << p.error;
   }
 }
 

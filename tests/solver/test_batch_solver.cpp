@@ -303,6 +303,125 @@ TEST(BatchSolver, CudaBackendIsAClearError) {
   }
 }
 
+// set_bounds on the end-effector terms (iiwa14_reach with test_sqp_common.hpp's floor height and
+// workspace box): problem 1's floor raised, problem 2's box narrowed in x, on both paths; each
+// solution is a Solver's on the file given those values (bitwise on the solvers path, to 1e-9 on the
+// device path), problem 0 keeps the file's, and the moved problems are other problems.
+TEST(BatchSolver, EndEffectorBoundsPerProblem) {
+  const std::vector<std::string> ee = end_effector_constraint_overrides();
+  const problems::Problem p = load_config("iiwa14_reach", ee);
+  const auto with = [&ee](const std::string& set) {
+    std::vector<std::string> o = ee;
+    o.push_back(set);
+    return load_config("iiwa14_reach", o);
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> floor_lo = {0.3}, floor_hi = {inf};
+  const std::vector<double> box_lo = {-0.8, -inf, 0.1}, box_hi = {0.5, 0.9, inf};
+  solver::SolverOptions so = sqp_options(p);
+  so.hessian = solver::Hessian::GaussNewton;  // the device path's default steps; Solver takes the same
+  std::vector<solver::Solution> want;
+  for (const problems::Problem& q :
+       {p, with("constraints[0].min=0.3"), with("constraints[1].upper=[0.5, 0.9, .inf]")}) {
+    solver::Solver s(q, so);
+    s.solve();
+    want.push_back(s.solution());
+  }
+  ASSERT_NE(want[1].cost, want[0].cost);  // both moves change the optimum
+  ASSERT_NE(want[2].cost, want[0].cost);
+  for (const solver::BatchPath path : {solver::BatchPath::Solvers, solver::BatchPath::Device}) {
+    SCOPED_TRACE(solver::to_string(path));
+    BatchOptions o;
+    o.threads = 1;
+    o.solver = so;
+    o.path = path;
+    BatchSolver batch(p, 3, o);
+    ASSERT_EQ(batch.path(), path);
+    batch.set_bounds(1, "floor", floor_lo, floor_hi);
+    batch.set_bounds(2, "workspace", box_lo, box_hi);
+    batch.solve();
+    for (int i = 0; i < 3; ++i) {
+      const solver::Solution& got = batch.solution(i);
+      const solver::Solution& w = want[std::size_t(i)];
+      EXPECT_EQ(got.status, w.status) << i;
+      if (path == solver::BatchPath::Solvers)
+        EXPECT_EQ(got.cost, w.cost) << i;
+      else
+        EXPECT_NEAR(got.cost, w.cost, 1e-9 * std::max(1.0, std::abs(w.cost))) << i;
+    }
+    // Mistakes are refused, naming the term: a finite upper on a height, a bound made finite where
+    // the box's is infinite, the wrong count, lower > upper, an unknown name.
+    EXPECT_THROW(batch.set_bounds(0, "floor", floor_lo, std::vector<double>{1.0}), std::invalid_argument);
+    EXPECT_THROW(batch.set_bounds(0, "floor", std::vector<double>{kNaN}, floor_hi), std::invalid_argument);
+    EXPECT_THROW(batch.set_bounds(0, "workspace", std::vector<double>{-0.8, -1.0, 0.1}, box_hi),
+                 std::invalid_argument);
+    EXPECT_THROW(batch.set_bounds(0, "workspace", floor_lo, floor_hi), std::invalid_argument);
+    EXPECT_THROW(batch.set_bounds(0, "workspace", box_hi, box_lo), std::invalid_argument);
+    try {
+      batch.set_bounds(0, "ceiling", floor_lo, floor_hi);
+      ADD_FAILURE() << "an unknown name was taken";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("end_effector_height"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// The GPU's exact Hessian runs in double, on the manipulator, with expression terms over at most 8
+// states and controls: the cuda backend refuses the rest by key before it builds an engine. The
+// stand-in engine factory counts the batches that got past the checks (the negative control).
+int g_engines_asked = 0;
+std::unique_ptr<solver::BatchEngine> no_engine(const solver::device::BatchProblemData&, const solver::device::DeviceOptions&,
+                                               int, int, bool, std::string* error) {
+  ++g_engines_asked;
+  *error = "the test's stand-in: no engine";
+  return nullptr;
+}
+
+TEST(BatchSolver, CudaBackendRefusesAnExactHessianTheGpuDoesNotRun) {
+  BatchOptions o;
+  o.backend = solver::BatchBackend::Cuda;
+  o.cuda_engine = no_engine;
+  const auto refusal = [&o](const problems::Problem& p, solver::Hessian h, bool single) -> std::string {
+    o.solver = sqp_options(p);
+    o.solver->hessian = h;
+    o.single = single;
+    try {
+      BatchSolver batch(p, 2, o);
+    } catch (const problems::ProblemError& e) {
+      return e.key_path() + ": " + e.what();
+    } catch (const std::exception&) {  // the stand-in factory's error: past the checks
+    }
+    return "";
+  };
+  const problems::Problem cart = load_config("cartpole_swingup");
+  for (const solver::Hessian h : {solver::Hessian::Exact, solver::Hessian::Auto}) {
+    const std::string why = refusal(cart, h, false);
+    EXPECT_EQ(why.rfind("solver.hessian: ", 0), 0u) << why;
+    EXPECT_NE(why.find("takes the manipulator"), std::string::npos) << why;
+    EXPECT_NE(why.find("model cartpole, nx + nu = 5"), std::string::npos) << why;
+  }
+  const problems::Problem reach = load_config("iiwa14_reach");
+  const std::string single = refusal(reach, solver::Hessian::Exact, true);
+  EXPECT_NE(single.find("single precision"), std::string::npos) << single;
+  // An expression term over more than 8 states and controls (the arm's nine here) is refused; over
+  // two it runs.
+  std::string nine = "qd_iiwa_joint_1^2";
+  for (int j = 2; j <= 7; ++j) nine += " + qd_iiwa_joint_" + std::to_string(j) + "^2";
+  nine += " + q_iiwa_joint_1^2 + q_iiwa_joint_2^2";
+  const auto arm = [](const std::string& e) {
+    return load_config("iiwa14_reach", {"constraints=[{name: speed, type: expression, expression: \"" + e +
+                                            "\", upper: [100]}]"});
+  };
+  const std::string wide = refusal(arm(nine), solver::Hessian::Exact, false);
+  EXPECT_NE(wide.find("expression constraints reading at most 8"), std::string::npos) << wide;
+  g_engines_asked = 0;
+  EXPECT_EQ(refusal(reach, solver::Hessian::Exact, false), "");
+  EXPECT_EQ(refusal(cart, solver::Hessian::GaussNewton, false), "");
+  EXPECT_EQ(refusal(arm("q_iiwa_joint_1^2 + q_iiwa_joint_2^2"), solver::Hessian::Auto, false), "");
+  EXPECT_EQ(refusal(arm(nine), solver::Hessian::GaussNewton, false), "");
+  EXPECT_EQ(g_engines_asked, 4);
+}
+
 // solver.memory_limit bounds the whole batch: twice one problem's estimate admits two, not three.
 TEST(BatchSolver, MemoryLimitBoundsTheBatch) {
   const problems::Problem p = load_config("cartpole_swingup");

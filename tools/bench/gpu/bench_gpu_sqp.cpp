@@ -1,7 +1,7 @@
 // knot_bench_gpu_sqp: the batched SQP on the GPU (CudaBatch), iiwa14 by horizon N and batch size B.
 //
 //   knot_bench_gpu_sqp [--config NAME] [--N 32,64,128,256] [--B 1,16,128,1024] [--reps 5] [--threads 0,128,...]
-//                      [--linsys riccati,bdsv,pcg] [--riccati warp,block]
+//                      [--linsys riccati,bdsv,pcg] [--riccati warp,block] [--hessian gauss_newton,exact,auto]
 //
 // For each (N, B): one SQP iteration (max_iter = 1: the first linearization, one step, the next
 // iterate's linearization and residuals) and one full solve (the file's max_iter), from B initial
@@ -11,7 +11,8 @@
 // iteration, for each LQ step asked for
 // (riccati by default; bdsv and pcg are the Schur path, device/schur.hpp), for each block size
 // asked for (0: CudaBatch's default), and for riccati each of --riccati's variants (warp: the stage
-// on one warp where it fits, the default; block: riccati_solve over the block). In a build with KNOT_DEVICE_PROFILE each row is followed by
+// on one warp where it fits, the default; block: riccati_solve over the block), and for each Hessian
+// asked for (gauss_newton by default; exact and auto run batch_sqp_exact.cu's kernel). In a build with KNOT_DEVICE_PROFILE each row is followed by
 // a PHASES row: how problem 0's full solve split its clock cycles (DevicePhase), with the
 // thousands of cycles per iteration. Exit 1 on a CUDA error.
 #include <algorithm>
@@ -19,10 +20,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <initializer_list>
 #include <memory>
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "knot/problems/loader.hpp"
@@ -40,6 +43,27 @@ std::vector<int> parse_list(const std::string& s) {
   std::string item;
   while (std::getline(in, item, ',')) out.push_back(std::atoi(item.c_str()));
   return out;
+}
+
+// A comma list of names (option `opt`) as their values; false, with a message, on another name.
+template <class E>
+bool parse_names(const char* opt, const std::string& v, std::initializer_list<std::pair<const char*, E>> names,
+                 std::vector<E>& out) {
+  out.clear();
+  std::stringstream in(v);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    bool found = false;
+    for (const auto& [name, value] : names)
+      if (item == name) out.push_back(value), found = true;
+    if (!found) {
+      std::string expected;
+      for (const auto& [name, value] : names) expected += (expected.empty() ? "" : ", ") + std::string(name);
+      std::fprintf(stderr, "%s: expected one of %s, found %s\n", opt, expected.c_str(), item.c_str());
+      return false;
+    }
+  }
+  return true;
 }
 
 struct Timing {
@@ -106,6 +130,7 @@ int main(int argc, char** argv) {
   std::vector<solver::Linsys> linsys = {solver::Linsys::Riccati};
   std::vector<int> threads_list = {0};
   std::vector<bool> warps = {true};
+  std::vector<solver::Hessian> hessians = {solver::Hessian::GaussNewton};
   int reps = 5;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
@@ -115,31 +140,22 @@ int main(int argc, char** argv) {
     else if (a == "--reps") reps = std::max(1, std::atoi(v.c_str()));
     else if (a == "--threads") threads_list = parse_list(v);
     else if (a == "--riccati") {
-      warps.clear();
-      std::stringstream in(v);
-      std::string item;
-      while (std::getline(in, item, ',')) {
-        if (item == "warp" || item == "block") {
-          warps.push_back(item == "warp");
-        } else {
-          std::fprintf(stderr, "--riccati: expected warp or block, found %s\n", item.c_str());
-          return 2;
-        }
-      }
+      if (!parse_names<bool>("--riccati", v, {{"warp", true}, {"block", false}}, warps)) return 2;
+    }
+    else if (a == "--hessian") {
+      if (!parse_names<solver::Hessian>("--hessian", v,
+                                        {{"gauss_newton", solver::Hessian::GaussNewton},
+                                         {"exact", solver::Hessian::Exact},
+                                         {"auto", solver::Hessian::Auto}},
+                                        hessians))
+        return 2;
     }
     else if (a == "--linsys") {
-      linsys.clear();
-      std::stringstream in(v);
-      std::string item;
-      while (std::getline(in, item, ',')) {
-        if (item == "riccati") linsys.push_back(solver::Linsys::Riccati);
-        else if (item == "bdsv") linsys.push_back(solver::Linsys::Bdsv);
-        else if (item == "pcg") linsys.push_back(solver::Linsys::Pcg);
-        else {
-          std::fprintf(stderr, "--linsys: expected riccati, bdsv or pcg, found %s\n", item.c_str());
-          return 2;
-        }
-      }
+      if (!parse_names<solver::Linsys>(
+              "--linsys", v,
+              {{"riccati", solver::Linsys::Riccati}, {"bdsv", solver::Linsys::Bdsv}, {"pcg", solver::Linsys::Pcg}},
+              linsys))
+        return 2;
     }
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
@@ -147,36 +163,39 @@ int main(int argc, char** argv) {
     }
   }
   const auto path = std::filesystem::path(knot::source_tree::configs_dir()) / (config + ".yaml");
-  std::printf("SQP %s on the GPU (CudaBatch, double, Gauss-Newton), median of %d\n", config.c_str(), reps);
-  std::printf("SQP %6s %6s %8s %7s %14s %14s %10s %8s %12s\n", "N", "B", "linsys", "threads", "1 iter (us)",
-              "solve (ms)", "iters", "solved", "us/iter");
+  std::printf("SQP %s on the GPU (CudaBatch, double), median of %d\n", config.c_str(), reps);
+  std::printf("SQP %6s %6s %8s %7s %12s %14s %14s %10s %8s %12s\n", "N", "B", "linsys", "threads", "hessian",
+              "1 iter (us)", "solve (ms)", "iters", "solved", "us/iter");
   static const char* const kPhases[] = {"linearize", "residuals", "barrier", "lq_step", "recover", "line_search"};
   int rc = 0;
   for (int N : Ns)
     for (int B : Bs)
       for (const solver::Linsys l : linsys)
         for (const bool warp : warps)
-        for (const int threads : threads_list) {
+        for (const int threads : threads_list)
+        for (const solver::Hessian h : hessians) {
         if (l != solver::Linsys::Riccati && warp != warps.front()) continue;  // the variants are Riccati's
         // riccati: the warp recursion (the default); riccati-b: riccati_solve over the block.
         const std::string name = l == solver::Linsys::Riccati && !warp ? "riccati-b" : solver::to_string(l);
         const problems::Problem p = problems::load_problem(path, {"horizon.N=" + std::to_string(N)});
         solver::SolverOptions o = solver::device::device_path_options(solver::from_settings(p.solver));
         o.lq.linsys = l;
+        o.hessian = h;
+        const char* hn = solver::to_string(h);
         solver::SolverOptions one = o;
         one.max_iter = 1;
         const Timing a = time_solves(p, one, B, reps, threads, warp);
         const Timing b = a.error.empty() ? time_solves(p, o, B, reps, threads, warp) : a;
         if (!a.error.empty() || !b.error.empty()) {
-          std::printf("SQP %6d %6d %8s %7d  error: %s\n", N, B, name.c_str(), threads,
+          std::printf("SQP %6d %6d %8s %7d %12s  error: %s\n", N, B, name.c_str(), threads, hn,
                       (a.error.empty() ? b.error : a.error).c_str());
           rc = 1;
           continue;
         }
         // us/iter: the full solve over the slowest problem's iterations (the batch ends with it), the
         // time of one SQP iteration without the first linearization's and the probe's share.
-        std::printf("SQP %6d %6d %8s %7d %14.1f %14.3f %10d %5d/%-5d %12.1f\n", N, B, name.c_str(), threads,
-                    1e6 * a.median_s, 1e3 * b.median_s, b.max_iterations, b.solved, B,
+        std::printf("SQP %6d %6d %8s %7d %12s %14.1f %14.3f %10d %5d/%-5d %12.1f\n", N, B, name.c_str(), threads,
+                    hn, 1e6 * a.median_s, 1e3 * b.median_s, b.max_iterations, b.solved, B,
                     1e6 * b.median_s / std::max(1, b.max_iterations));
         long long total = 0;
         for (int i = 0; i < int(solver::device::DevicePhase::Count); ++i) total += b.phase_cycles[i];

@@ -134,6 +134,9 @@ class EndEffectorHeight final : public ConstraintTerm {
   bool add_curvature(const StagePoint& p, const double* mult, double* H, int ldh) const override;
   const std::array<double, 3>& offset() const { return offset_; }
   double z_min() const { return z_min_; }
+  // Moves the floor (the row stays). Throws std::invalid_argument, the term unchanged, unless z_min
+  // is finite.
+  void set_z_min(double z_min);
 
  private:
   std::shared_ptr<const Model> model_;
@@ -159,6 +162,9 @@ class EndEffectorBox final : public ConstraintTerm {
   const std::array<double, 3>& upper() const { return upper_; }
   // Row r bounds axis |rows()[r]| - 1 from above (> 0) or below (< 0).
   const std::vector<int>& rows() const { return rows_; }
+  // New bounds on the same rows: each finite exactly where the term's is (a row per finite bound),
+  // lower <= upper, no NaN. Throws std::invalid_argument, the term unchanged, otherwise.
+  void set_bounds(const std::array<double, 3>& lower, const std::array<double, 3>& upper);
 
  private:
   std::shared_ptr<const Model> model_;

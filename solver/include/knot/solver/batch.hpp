@@ -118,10 +118,12 @@ class BatchSolver {
   // std::invalid_argument naming it.
   void set_reference(int i, std::string_view cost_name, const problems::Reference& ref);
   // New bounds for problem i's control_box or state_box term `constraint_name` (one lower and one
-  // upper value per entry of the term, in its order). The constraint rows are laid out at creation,
-  // one per finite bound, so a bound must stay finite where the problem's is finite and keep its
-  // infinity where it is infinite; lower <= upper, no NaN. Throws std::invalid_argument otherwise or
-  // for an unknown name. Allocates nothing; takes effect at the next solve.
+  // upper value per entry of the term, in its order), end_effector_box term (three each: the
+  // point's x, y, z) or end_effector_height term (lower = {z_min}, upper = {inf}). The constraint
+  // rows are laid out at creation, one per finite bound, so a bound must stay finite where the
+  // problem's is finite and keep its infinity where it is infinite; lower <= upper, no NaN. Throws
+  // std::invalid_argument otherwise or for an unknown name. Allocates nothing; takes effect at the
+  // next solve.
   void set_bounds(int i, std::string_view constraint_name, std::span<const double> lower,
                   std::span<const double> upper);
   // Moves problem i's circle_obstacle term `constraint_name`: a finite center, a finite radius > 0.

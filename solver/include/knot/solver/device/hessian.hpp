@@ -20,9 +20,10 @@
 // The second derivatives are formed in double whatever T is (HyperDual is a double type); a float
 // instance rounds them once, into its blocks. Scratch: hessian_work_size<T>(P) scalars T, caller-owned.
 //
-// Not yet compiled for the GPU: CUDA translation units leave it out (sqp.hpp, kExactHessian), and
-// the CUDA backend refuses hessian exact and auto. On a GPU the dual robot workspace (about 190 KB
-// for Workspace<Dual<8>>) would live in each member's scratch.
+// On the GPU it is compiled into a kernel of its own (solver/cuda/batch_sqp_exact.cu; the
+// Gauss-Newton kernels carry none of it), in double, for the manipulator (gpu_exact_hessian_refusal
+// says what else is left out); the dual robot workspace (191 KB for Workspace<Dual<8>>) stays in
+// the member's scratch there (problem.hpp, RobotWorkspaceAt).
 #pragma once
 
 #include <cstddef>
@@ -45,6 +46,23 @@ using ManipulatorDual = problems::Dual<double, problems::Tangent<double, kManipu
 
 // TermExpressions::curvature's widths: 4, 8, 16; more inputs have no closed form.
 inline constexpr int kMaxTermCurvatureInputs = 16;
+
+// What the GPU's exact Hessian compiles: the manipulator's step Hessian (dual sweeps over its
+// analytic derivatives), its end-effector terms' curvature, and expression-term curvature over up
+// to 8 inputs. The other models' HyperDual step Hessians stay on the host: each costs ptxas minutes
+// and gigabytes (nvcc 13.0, sm_90, this unit on the 2-core machine: every width up to 24 passed
+// 18 GB; widths up to 8 with 16-input terms 12.6 minutes and 19.4 GB; widths up to 8 alone 10.2
+// minutes and 16.3 GB; the manipulator alone 5.6 minutes and 10.3 GB), and those models converge
+// under Gauss-Newton on the GPU already; the arm is where the exact Hessian pays (docs/batch.md).
+// The CUDA backend refuses the rest (gpu_exact_hessian_refusal).
+inline constexpr int kMaxGpuTermCurvatureInputs = 8;
+#if defined(__CUDA_ARCH__)
+inline constexpr bool kHyperDualStepHessian = false;
+inline constexpr int kMaxTermInputs = kMaxGpuTermCurvatureInputs;
+#else
+inline constexpr bool kHyperDualStepHessian = true;
+inline constexpr int kMaxTermInputs = kMaxTermCurvatureInputs;
+#endif
 
 // The HyperDual widths the device builds for models whose nx + nu is known only at run time: 4, 8,
 // 16, 24 (fewer instantiations than second_order_width's seven; a HyperDual's entries are the same
@@ -111,8 +129,9 @@ struct StepHessianFn {
   double *H, *G;
   unsigned char* region;
 
-  // Manipulator::step_hessian.
-  KNOT_HD bool operator()(const ManipulatorModel& m) const {
+  // Manipulator::step_hessian. (Each model's piece is a function of its own on the GPU: inlined into
+  // one, ptxas took over 10 minutes and 20 GB on it.)
+  KNOT_HD_NOINLINE bool operator()(const ManipulatorModel& m) const {
     using D = ManipulatorDual;
     constexpr int kW = kManipulatorWidth;
     const robot::RobotData& r = *m.r;
@@ -165,7 +184,7 @@ struct StepHessianFn {
 
   // ModelAdapter::second_order on HyperDual<W>: explicit_step_hessian.
   template <int W, class M>
-  KNOT_HD bool second_order(const AdaptedModel<M>& a) const {
+  KNOT_HD_NOINLINE bool second_order(const AdaptedModel<M>& a) const {
     using HD = problems::HyperDual<W>;
     const int n = a.m.nx(), m = a.m.nu();
     HD* xd = reinterpret_cast<HD*>(region);
@@ -176,7 +195,9 @@ struct StepHessianFn {
 
   template <class M>
   KNOT_HD bool operator()(const AdaptedModel<M>& a) const {
-    if constexpr (requires { M::kNw; }) {
+    if constexpr (!kHyperDualStepHessian) {
+      return false;  // on the GPU: refused by gpu_exact_hessian_refusal
+    } else if constexpr (requires { M::kNw; }) {
       constexpr int W = problems::second_order_width(M::kNw);
       return second_order<W>(a);
     } else {
@@ -193,7 +214,7 @@ struct StepHessianFn {
 // TermExpressions::curvature: H (n x n) = sum_r c_r d2 out_r / dw2 over the term's n inputs w0, on
 // HyperDual<W>; scratch from `region` (16-byte aligned).
 template <int W>
-KNOT_HD void term_curvature_with(const problems::ExprTape& tape, int n, const double* w0, const double* c, double* H,
+KNOT_HD_NOINLINE void term_curvature_with(const problems::ExprTape& tape, int n, const double* w0, const double* c, double* H,
                                  unsigned char* region) {
   using HD = problems::HyperDual<W>;
   HD* w = reinterpret_cast<HD*>(region);
@@ -216,13 +237,13 @@ KNOT_HD void term_curvature_with(const problems::ExprTape& tape, int n, const do
 KNOT_HD bool term_curvature(const problems::ExprTape& tape, const int* inputs, int n, int nx, const double* x,
                             const double* u, const double* c, double* H, unsigned char* region) {
   double w[kMaxTermCurvatureInputs];
-  if (n > kMaxTermCurvatureInputs) return false;
+  if (n > kMaxTermInputs) return false;
   for (int j = 0; j < n; ++j) w[j] = inputs[j] < nx ? x[inputs[j]] : u[inputs[j] - nx];
   if (n <= 4)
     term_curvature_with<4>(tape, n, w, c, H, region);
   else if (n <= 8)
     term_curvature_with<8>(tape, n, w, c, H, region);
-  else
+  else if constexpr (kMaxTermInputs >= 16)
     term_curvature_with<16>(tape, n, w, c, H, region);
   return true;
 }
@@ -231,7 +252,7 @@ KNOT_HD bool term_curvature(const problems::ExprTape& tape, const int* inputs, i
 // `in_body` on `body` by dual sweeps over the point Jacobian, then its mirrored pairs' means added
 // to out (ld ldo; only its q block is touched). region: a Workspace<Dual> and 4 nq + 3 duals.
 template <class O>
-KNOT_HD void add_frame_curvature(const robot::RobotData& r, int body, const double* in_body_d, const double* x,
+KNOT_HD_NOINLINE void add_frame_curvature(const robot::RobotData& r, int body, const double* in_body_d, const double* x,
                                  const double* c, double* G, unsigned char* region, O* out, int ldo) {
   using D = ManipulatorDual;
   constexpr int kW = kManipulatorWidth;
@@ -264,6 +285,30 @@ KNOT_HD void add_frame_curvature(const robot::RobotData& r, int body, const doub
 }
 
 }  // namespace detail
+
+// Why the GPU's exact Hessian cannot run problem P with arena `arena` (static text), or null when
+// it can: a model other than the manipulator, or an expression cost or constraint reading more than
+// kMaxGpuTermCurvatureInputs states and controls.
+inline const char* gpu_exact_hessian_refusal(const BatchProblem& P, const unsigned char* arena) {
+  static_assert(detail::kMaxGpuTermCurvatureInputs == 8, "the texts below name the limit");
+  if (P.model != ModelKind::Manipulator)
+    return "the exact Hessian on the CUDA backend takes the manipulator only";
+  const auto wide = [&](std::size_t tape) {
+    return arena_at<TermTape>(arena, tape)->n_inputs > detail::kMaxGpuTermCurvatureInputs;
+  };
+  const CostRecord* costs = arena_at<CostRecord>(arena, P.costs);
+  for (int t = 0; t < P.n_costs; ++t)
+    if (costs[t].kind == CostKind::Residual && wide(costs[t].tape))
+      return "the exact Hessian on the CUDA backend takes residual costs reading at most 8 states and controls";
+  for (int pass = 0; pass < 2; ++pass) {
+    const RowRecord* rec = arena_at<RowRecord>(arena, pass == 0 ? P.ineq_terms : P.eq_terms);
+    for (int t = 0; t < (pass == 0 ? P.n_ineq_terms : P.n_eq_terms); ++t)
+      if (rec[t].kind == RowKind::Expression && wide(rec[t].tape))
+        return "the exact Hessian on the CUDA backend takes expression constraints reading at most 8 states and "
+               "controls";
+  }
+  return nullptr;
+}
 
 // Scalars T of knot_hessian's scratch (room to align its start to 16 bytes included).
 template <class T = double>

@@ -20,8 +20,8 @@
 //
 // Operands (LqView's layout, lq.hpp): x (N+1) x nx, u N x nu, both knot after knot; ineq_value
 // P.n_ineq, ineq_jac P.n_ineq x (nx + nu), eq_value P.n_eq, eq_jac P.n_eq x (nx + nu); knot_costs
-// N + 1. work: g.size() * linearize_work_size(P, exact) scalars, member r using the part at
-// r * linearize_work_size(P, exact), exact = (hessian != null).
+// N + 1. work: min(g.size(), N + 1) * linearize_work_size(P, exact) scalars, member r using the
+// part at r * linearize_work_size(P, exact), exact = (hessian != null).
 #pragma once
 
 #include <cmath>
@@ -34,12 +34,13 @@
 
 namespace knot::solver::device {
 
-// The exact Hessian is compiled into host translation units only for now: CUDA ones leave it out
-// (the CUDA backend refuses hessian exact and auto; hessian.hpp says why).
+// Whether linearize (and sqp_solve) carry the exact Hessian's code: always on the host; on the GPU
+// per kernel instantiation (batch_sqp_kernel's Exact), so the Gauss-Newton kernel compiles none of
+// it. Without it a `hessian` argument is ignored: the caller refuses the option first.
 #if defined(__CUDACC__)
-inline constexpr bool kExactHessianCompiled = false;
+inline constexpr bool kExactHessianByDefault = false;
 #else
-inline constexpr bool kExactHessianCompiled = true;
+inline constexpr bool kExactHessianByDefault = true;
 #endif
 
 // The multipliers the exact Hessian weighs the curvature with (the iterate's, each times `scale`).
@@ -57,7 +58,7 @@ KNOT_HD constexpr std::size_t linearize_work_size(const BatchProblem& P, bool ex
   return std::size_t(P.nx) + (ab > c ? ab : c);
 }
 
-template <class G, class T>
+template <bool kExact = kExactHessianByDefault, class G, class T>
 KNOT_HD_NOINLINE bool linearize(G& g, const BatchProblem& P, const unsigned char* arena, const double* slice, const T* x,
                        const T* u, LqView<T> lq, T* ineq_value, T* ineq_jac, T* eq_value, T* eq_jac, T* knot_costs,
                        T* work, const HessianInputs<T>* hessian = nullptr) {
@@ -110,7 +111,7 @@ KNOT_HD_NOINLINE bool linearize(G& g, const BatchProblem& P, const unsigned char
     for (std::size_t e = std::size_t(i0) * nw; e < std::size_t(i1) * nw; ++e) ok = ok && detail::finite(ineq_jac[e]);
     for (int i = e0; i < e1; ++i) ok = ok && detail::finite(eq_value[i]);
     for (std::size_t e = std::size_t(e0) * nw; e < std::size_t(e1) * nw; ++e) ok = ok && detail::finite(eq_jac[e]);
-    if constexpr (kExactHessianCompiled) {
+    if constexpr (kExact) {
       if (hessian != nullptr && ok)
         ok = knot_hessian(P, arena, slice, k, xk, uk, running ? hessian->lambda + std::size_t(k + 1) * nx : nullptr,
                           hessian->z + i0, hessian->y + e0, hessian->scale, Q, R, S, scratch);

@@ -186,8 +186,9 @@ void set_slice_initial_state(const BatchProblemData& d, double* slice, std::span
 void set_slice_reference(const BatchProblemData& d, double* slice, std::string_view cost,
                          std::span<const double> ref);
 // A control_box or state_box term (model_limits: its `<name>_state` / `<name>_control` terms): one
-// value per bounded entry; a bound must stay finite where the compiled one is finite and infinite
-// where it is infinite (the row layout is fixed at compilation).
+// value per bounded entry; an end-effector term (end_effector_box, end_effector_height): three, the
+// point's x, y, z (a height is a box bounding z from below). A bound must stay finite where the
+// compiled one is finite and infinite where it is infinite (the row layout is fixed at compilation).
 void set_slice_bounds(const BatchProblemData& d, double* slice, std::string_view constraint,
                       std::span<const double> lower, std::span<const double> upper);
 // A circle_obstacle term's center and radius (finite, radius > 0).
@@ -244,11 +245,26 @@ KNOT_HD constexpr std::size_t robot_ws_scalars() {
 // the GPU in a temporary of the calling thread (local memory). Local memory is interleaved across a
 // warp's threads, so when the lanes of a warp (each its own knot) touch one field their accesses
 // coalesce; in the scratch, one region per member, every lane touched a cache line of its own. The
-// GPU's per-thread stack grows by sizeof(robot::Workspace<T>) (CudaBatch sets the limit).
+// GPU's per-thread stack grows by sizeof(robot::Workspace<T>) (CudaBatch sets the limit). Dual
+// workspaces (the exact Hessian's, 190 KB for Dual<8>) stay in the scratch on the GPU too: local
+// memory is reserved for every thread the GPU can hold, not for the few that use it.
+inline constexpr std::size_t kMaxLocalRobotWorkspace = 32 * 1024;
+template <class T, bool Local = sizeof(robot::Workspace<T>) <= kMaxLocalRobotWorkspace>
+struct RobotWorkspaceAt {  // in local memory
+  robot::Workspace<T> w;
+  KNOT_HD explicit RobotWorkspaceAt(void*) {}
+  KNOT_HD robot::Workspace<T>& get() { return w; }
+};
+template <class T>
+struct RobotWorkspaceAt<T, false> {  // in the scratch
+  robot::Workspace<T>* w;
+  KNOT_HD explicit RobotWorkspaceAt(void* scratch) : w(reinterpret_cast<robot::Workspace<T>*>(scratch)) {}
+  KNOT_HD robot::Workspace<T>& get() { return *w; }
+};
 #if defined(__CUDA_ARCH__)
-#define KNOT_ROBOT_WORKSPACE(T, name, scratch) \
-  robot::Workspace<T> name;                   \
-  (void)(scratch)
+#define KNOT_ROBOT_WORKSPACE(T, name, scratch)                \
+  ::knot::solver::device::detail::RobotWorkspaceAt<T> name##_at(static_cast<void*>(scratch)); \
+  robot::Workspace<T>& name = name##_at.get()
 #else
 #define KNOT_ROBOT_WORKSPACE(T, name, scratch) \
   robot::Workspace<T>& name = *reinterpret_cast<robot::Workspace<T>*>(scratch)

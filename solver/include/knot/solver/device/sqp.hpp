@@ -138,10 +138,23 @@ enum class DevicePhase : int {
 };
 
 // Scratch of one group member: linearize's layout, a state (a trial point's next state) followed
-// by the evaluations' own scratch (the exact Hessian's too, unless the Hessian is Gauss-Newton).
+// by the evaluations' own scratch.
 template <class T>
-KNOT_HD std::size_t member_work_size(const BatchProblem& P, const DeviceOptions& o) {
-  return linearize_work_size<T>(P, o.hessian != 0);
+KNOT_HD std::size_t member_work_size(const BatchProblem& P, const DeviceOptions&) {
+  return linearize_work_size<T>(P, false);
+}
+
+// The members' scratch block: member r's part at r member_work_size, except in a linearization with
+// the exact Hessian, where members 0..N (one knot each at least) take the larger parts at
+// r linearize_work_size(P, true). The Hessian's part holds a dual robot workspace (190 KB for an
+// arm's Dual<8>), so members beyond the knots get none.
+template <class T>
+KNOT_HD std::size_t work_block_size(const BatchProblem& P, const DeviceOptions& o, int group_size) {
+  const std::size_t all = std::size_t(group_size) * member_work_size<T>(P, o);
+  if (o.hessian == 0) return all;
+  const std::size_t knots = group_size < P.N + 1 ? group_size : P.N + 1;
+  const std::size_t exact = knots * linearize_work_size<T>(P, true);
+  return exact > all ? exact : all;
 }
 
 // One problem's arrays, carved from one block of scalars (size / carve below).
@@ -167,7 +180,7 @@ struct SqpArrays {
   T* filter;       // 2 (max_iter + 1)
   T* contraction;  // max_iter + 1: hessian auto's per-step contractions of the KKT error
   T* lq_scratch;  // lq_scratch_size
-  T* work;        // group size times member_work_size: member r's part at r * member_work_size
+  T* work;        // work_block_size: member r's part at r * member_work_size
 
   // trials: resolved (resolve_trials).
   KNOT_HD static std::size_t size(const BatchProblem& P, const DeviceOptions& o, int group_size, int trials) {
@@ -182,7 +195,7 @@ struct SqpArrays {
     n += (N + 1) * nx * nx + N * nu * nu + N * nu * nx + (N + 1) * nx + N * nu;  // probe_save
     n += 3 * (std::size_t(max_iter) + 1);  // filter, contraction
     n += lq_scratch_size<T>(P, o);
-    n += std::size_t(group_size) * member_work_size<T>(P, o);
+    n += work_block_size<T>(P, o, group_size);
     return n;
   }
 
@@ -293,7 +306,7 @@ KNOT_HD T l1(int n, const T* v) {
 // starting point on entry (a cold start: the multipliers, slacks and duals are initialized at the
 // first linearization); on return it holds the final iterate, with lambda, z, s, y unscaled. Rank 0
 // writes *result and rows[0 .. result->rows) (capacity max_iter + 1). Ends on a barrier.
-template <class G, class T>
+template <bool kExact = kExactHessianByDefault, class G, class T>
 KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, const double* slice,
                        const DeviceOptions& o, const SqpArrays<T>& a, DeviceResult* result, IterationStats* rows) {
   using detail::abs_;
@@ -358,7 +371,7 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
   // applies to the cost's share alone, as in Solver.
   const auto linearize_iterate = [&]() -> bool {
     const HessianInputs<T> hin{a.lambda, a.z, a.y, T(1) / obj_scale};
-    const bool ok = linearize(g, P, arena, slice, a.x, a.u, a.lq, a.ineq_value, a.ineq_jac, a.eq_value, a.eq_jac,
+    const bool ok = linearize<kExact>(g, P, arena, slice, a.x, a.u, a.lq, a.ineq_value, a.ineq_jac, a.eq_value, a.eq_jac,
                               a.knot_cost, a.work, exact_now ? &hin : nullptr);
     if (!ok) {
       res.iteration = res.rows;
