@@ -492,8 +492,6 @@ void BatchSolver::set_bounds(int i, std::string_view constraint_name, std::span<
       std::copy(lower.begin(), lower.end(), lo3.begin());
       std::copy(upper.begin(), upper.end(), hi3.begin());
     }
-    if (height && !std::isfinite(lo3[2]))
-      throw std::invalid_argument("BatchSolver::set_bounds: constraint '" + name() + "': z_min: expected a finite value");
   }
   if (m.path != BatchPath::Solvers) {
     // The compiled slice's bounds: the same rule as bounds_mismatch (finiteness fixed by the rows).

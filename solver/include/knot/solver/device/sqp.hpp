@@ -140,7 +140,7 @@ enum class DevicePhase : int {
 // Scratch of one group member: linearize's layout, a state (a trial point's next state) followed
 // by the evaluations' own scratch.
 template <class T>
-KNOT_HD std::size_t member_work_size(const BatchProblem& P, const DeviceOptions&) {
+KNOT_HD std::size_t member_work_size(const BatchProblem& P) {
   return linearize_work_size<T>(P, false);
 }
 
@@ -150,7 +150,7 @@ KNOT_HD std::size_t member_work_size(const BatchProblem& P, const DeviceOptions&
 // arm's Dual<8>), so members beyond the knots get none.
 template <class T>
 KNOT_HD std::size_t work_block_size(const BatchProblem& P, const DeviceOptions& o, int group_size) {
-  const std::size_t all = std::size_t(group_size) * member_work_size<T>(P, o);
+  const std::size_t all = std::size_t(group_size) * member_work_size<T>(P);
   if (o.hessian == 0) return all;
   const std::size_t knots = group_size < P.N + 1 ? group_size : P.N + 1;
   const std::size_t exact = knots * linearize_work_size<T>(P, true);
@@ -316,7 +316,7 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
   const int nxs = (N + 1) * nx, nus = N * nu;
   const int rank = g.rank(), gs = g.size();
   const T eps = T(2.220446049250313e-16);
-  T* my_work = a.work + std::size_t(rank) * member_work_size<T>(P, o);
+  T* my_work = a.work + std::size_t(rank) * member_work_size<T>(P);
   const double* x0 = slice + P.x0;
   const int* ioff = arena_at<int>(arena, P.ineq_offset);
   const int* eoff = arena_at<int>(arena, P.eq_offset);
