@@ -44,6 +44,19 @@ int finite_bounds(const BoxBounds& b) {
   return rows;
 }
 
+// A box's new bounds in place, checked as its constructor checks them (the box unchanged on error).
+void set_box_bounds(const TermInfo& info, std::string_view type, BoxBounds& box, std::span<const double> lower,
+                    std::span<const double> upper) {
+  const std::size_t n = box.index.size();
+  if (lower.size() != n || upper.size() != n)
+    fail(info, type,
+         "lower and upper: expected " + std::to_string(n) + " values each, found " + std::to_string(lower.size()) +
+             " and " + std::to_string(upper.size()));
+  check_bounds(info, type, n, lower.data(), upper.data());
+  std::copy(lower.begin(), lower.end(), box.lower.begin());
+  std::copy(upper.begin(), upper.end(), box.upper.begin());
+}
+
 // Box rows on v = x or u: per entry i, v[index[i]] - upper[i] if finite, then lower[i] - v[index[i]]
 // if finite. J (rows x cols, column-major), when not null, gets +-1 in column index[i].
 void box_rows(const BoxBounds& b, const double* v, double* g, double* J, int cols) {
@@ -110,6 +123,10 @@ ControlBox::ControlBox(TermInfo info, int nu, std::vector<double> lower, std::ve
 
 int ControlBox::dim() const { return finite_bounds(box_); }
 
+void ControlBox::set_bounds(std::span<const double> lower, std::span<const double> upper) {
+  set_box_bounds(info_, type(), box_, lower, upper);
+}
+
 void ControlBox::evaluate(const StagePoint& p, double* g) const {
   box_rows(box_, need(p.u, info_, type(), "a control"), g, nullptr, nu_);
 }
@@ -137,6 +154,10 @@ StateBox::StateBox(TermInfo info, int nx, std::vector<int> index, std::vector<do
 }
 
 int StateBox::dim() const { return finite_bounds(box_); }
+
+void StateBox::set_bounds(std::span<const double> lower, std::span<const double> upper) {
+  set_box_bounds(info_, type(), box_, lower, upper);
+}
 
 void StateBox::evaluate(const StagePoint& p, double* g) const {
   box_rows(box_, need(p.x, info_, type(), "a state"), g, nullptr, nx_);
@@ -252,32 +273,30 @@ EndEffectorBox::EndEffectorBox(TermInfo info, std::shared_ptr<const Model> model
       upper_(upper) {
   check_kinematics(info_, type(), model_, frame_, offset_);
   check_bounds(info_, type(), 3, lower_.data(), upper_.data());
+  lay_out_rows();
+}
+
+void EndEffectorBox::lay_out_rows() {
+  n_rows_ = 0;
   for (int a = 0; a < 3; ++a) {
-    if (std::isfinite(upper_[a])) rows_.push_back(a + 1);
-    if (std::isfinite(lower_[a])) rows_.push_back(-(a + 1));
+    if (std::isfinite(upper_[a])) rows_[static_cast<std::size_t>(n_rows_++)] = a + 1;
+    if (std::isfinite(lower_[a])) rows_[static_cast<std::size_t>(n_rows_++)] = -(a + 1);
   }
 }
 
-int EndEffectorBox::dim() const { return static_cast<int>(rows_.size()); }
+int EndEffectorBox::dim() const { return n_rows_; }
 
 void EndEffectorBox::set_bounds(const std::array<double, 3>& lower, const std::array<double, 3>& upper) {
-  for (int a = 0; a < 3; ++a) {
-    const double lo = lower[a], hi = upper[a];
-    const bool same = std::isfinite(lo) == std::isfinite(lower_[a]) && std::isfinite(hi) == std::isfinite(upper_[a]);
-    if (std::isnan(lo) || std::isnan(hi) || lo == INFINITY || hi == -INFINITY || lo > hi || !same)
-      throw std::invalid_argument("end_effector_box '" + info_.name + "': bounds of axis " + std::to_string(a) +
-                                  ": expected lower <= upper, each finite exactly where the term's is, found [" +
-                                  text::format_number(lo) + ", " + text::format_number(hi) + "] for [" +
-                                  text::format_number(lower_[a]) + ", " + text::format_number(upper_[a]) + "]");
-  }
+  check_bounds(info_, type(), 3, lower.data(), upper.data());
   lower_ = lower;
   upper_ = upper;
+  lay_out_rows();
 }
 
 void EndEffectorBox::evaluate(const StagePoint& p, double* g) const {
   double pos[3];
   position(*model_, p, info_, type(), frame_, offset_, pos, nullptr);
-  for (std::size_t r = 0; r < rows_.size(); ++r) {
+  for (std::size_t r = 0; r < static_cast<std::size_t>(n_rows_); ++r) {
     const int a = std::abs(rows_[r]) - 1;
     g[r] = rows_[r] > 0 ? pos[a] - upper_[a] : lower_[a] - pos[a];
   }
@@ -289,7 +308,7 @@ void EndEffectorBox::jacobian(const StagePoint& p, double* g, double* gx, double
   double* J = scratch.data();
   double pos[3];
   position(*model_, p, info_, type(), frame_, offset_, pos, J);
-  const std::size_t rows = rows_.size();
+  const std::size_t rows = static_cast<std::size_t>(n_rows_);
   for (std::size_t r = 0; r < rows; ++r) {
     const int a = std::abs(rows_[r]) - 1;
     const double sign = rows_[r] > 0 ? 1.0 : -1.0;
@@ -303,7 +322,7 @@ void EndEffectorBox::jacobian(const StagePoint& p, double* g, double* gx, double
 bool EndEffectorBox::add_curvature(const StagePoint& p, const double* mult, double* H, int ldh) const {
   if (p.data == nullptr) fail(info_, type(), "evaluated without model data");
   double c[3] = {0.0, 0.0, 0.0};
-  for (std::size_t r = 0; r < rows_.size(); ++r) {
+  for (std::size_t r = 0; r < static_cast<std::size_t>(n_rows_); ++r) {
     const int a = std::abs(rows_[r]) - 1;
     c[a] += rows_[r] > 0 ? mult[r] : -mult[r];
   }

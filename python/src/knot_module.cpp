@@ -8,6 +8,7 @@
 // step(); the iteration callback takes it back for the Python call.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/array.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -744,6 +745,36 @@ NB_MODULE(_knot, m) {
           nb::sig("def set_reference(self, cost: str, ref: numpy.typing.ArrayLike) -> None"), "cost"_a, "ref"_a,
           "Replaces what the cost named `cost` tracks: one row (dim,) for every knot, or one row per knot "
           "(rows, dim), knots past the last row using the last. ValueError for an unknown cost or a wrong dim.")
+      .def(
+          "set_bounds",
+          [](PySolver& s, const std::string& constraint, nb::handle lower, nb::handle upper) {
+            Busy busy_guard(s.busy, "this Solver");
+            const auto row = [](nb::handle v, const std::string& what) {
+              nb::object arr = nb::module_::import_("numpy").attr("atleast_1d")(v);
+              if (nb::cast<long>(arr.attr("ndim")) != 1)
+                throw nb::value_error((what + ": expected one value per bounded entry, a 1-d array").c_str());
+              FloatArray a = as_float_array(arr, what, {nb::cast<long>(arr.attr("size"))});
+              return std::vector<double>(a.data, a.data + a.size);
+            };
+            const std::vector<double> lo = row(lower, "set_bounds: lower"), hi = row(upper, "set_bounds: upper");
+            s.solver.set_bounds(constraint, lo, hi);
+          },
+          nb::sig("def set_bounds(self, constraint: str, lower: numpy.typing.ArrayLike, upper: numpy.typing.ArrayLike) "
+                  "-> None"),
+          "constraint"_a, "lower"_a, "upper"_a,
+          "New bounds for a control_box or state_box (one value per entry), end_effector_box (x, y, z) or "
+          "end_effector_height ([z_min], [inf]) constraint; inf or -inf removes a bound's row, a finite value "
+          "adds it (the next solve then starts cold from the current plan). ValueError for an unknown name "
+          "or bad bounds, nothing changed.")
+      .def(
+          "set_obstacle",
+          [](PySolver& s, const std::string& constraint, std::array<double, 2> center, double radius) {
+            Busy busy_guard(s.busy, "this Solver");
+            s.solver.set_obstacle(constraint, center, radius);
+          },
+          nb::sig("def set_obstacle(self, constraint: str, center: tuple[float, float], radius: float) -> None"),
+          "constraint"_a, "center"_a, "radius"_a,
+          "Moves a circle_obstacle constraint (a finite center, a finite radius > 0). ValueError otherwise.")
       .def(
           "set_initial_guess",
           [](PySolver& s, nb::handle x, nb::handle u) {

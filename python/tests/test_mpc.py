@@ -127,3 +127,32 @@ def test_set_model_parameters_is_the_file_with_that_value(cartpole_path):
         s.set_model_parameters({"cart_mas": 2.0})
     with pytest.raises(knot.Error):
         s.set_model_parameters({"cart_mass": -1.0})
+
+
+def test_set_bounds_removes_and_adds_rows_as_a_fresh_problem(cartpole_path):
+    s = knot.Solver(knot.load(cartpole_path))
+    rows = len(s.solution.z)
+    s.set_bounds("force_limit", [-12.0], [np.inf])  # the upper bound's row gone from every knot
+    assert len(s.solution.z) == rows - s.N
+    s.solve()
+    fresh = knot.Solver(knot.load(cartpole_path, set=["constraints[0].lower=[-12]", "constraints[0].upper=[.inf]"]))
+    fresh.solve()
+    assert s.solution.cost == fresh.solution.cost and np.array_equal(s.solution.x, fresh.solution.x)
+    s.set_bounds("force_limit", -80.0, 80.0)
+    assert len(s.solution.z) == rows
+    with pytest.raises(ValueError, match="force_limit"):
+        s.set_bounds("force_limit", [1.0], [-1.0])
+    with pytest.raises(ValueError, match="no constraint named"):
+        s.set_bounds("nope", [0.0], [1.0])
+
+
+def test_set_obstacle_moves_the_obstacle():
+    path = ROOT / "configs" / "unicycle_obstacles.yaml"
+    s = knot.Solver(knot.load(path))
+    s.set_obstacle("rock", (1.6, 0.3), 0.45)
+    s.solve()
+    fresh = knot.Solver(knot.load(path, set={"constraints[1].center": [1.6, 0.3], "constraints[1].radius": 0.45}))
+    fresh.solve()
+    assert s.solution.cost == fresh.solution.cost
+    with pytest.raises(ValueError, match="radius"):
+        s.set_obstacle("rock", (1.0, 0.0), 0.0)

@@ -15,8 +15,8 @@ def test_the_stubs_name_every_public_class_and_method():
                for n in tree.body if isinstance(n, ast.ClassDef)}
     for name in ["Status", "Problem", "Solution", "Solver", "ClosedLoop"]:
         assert name in classes, name
-    for method in ["solve", "step", "set_initial_state", "set_reference", "set_initial_guess", "shift",
-                   "set_iteration_callback", "solution", "stats"]:
+    for method in ["solve", "step", "set_initial_state", "set_reference", "set_bounds", "set_obstacle",
+                   "set_initial_guess", "shift", "set_iteration_callback", "solution", "stats"]:
         assert method in classes["Solver"], method
     assert (pathlib.Path(knot.__file__).with_name("py.typed")).exists()
 

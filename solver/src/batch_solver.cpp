@@ -96,39 +96,16 @@ std::shared_ptr<problems::CostTerm> own_copy(const std::shared_ptr<problems::Cos
   return c;
 }
 
-// Box, end-effector and obstacle terms are copied per problem too, so that set_bounds and
-// set_obstacle can move one problem's.
-std::shared_ptr<problems::ConstraintTerm> own_copy(const std::shared_ptr<problems::ConstraintTerm>& c) {
-  if (const auto* t = dynamic_cast<const problems::ControlBox*>(c.get()))
-    return std::make_shared<problems::ControlBox>(*t);
-  if (const auto* t = dynamic_cast<const problems::StateBox*>(c.get())) return std::make_shared<problems::StateBox>(*t);
-  if (const auto* t = dynamic_cast<const problems::CircleObstacle*>(c.get()))
-    return std::make_shared<problems::CircleObstacle>(*t);
-  if (const auto* t = dynamic_cast<const problems::EndEffectorBox*>(c.get()))
-    return std::make_shared<problems::EndEffectorBox>(*t);
-  if (const auto* t = dynamic_cast<const problems::EndEffectorHeight*>(c.get()))
-    return std::make_shared<problems::EndEffectorHeight>(*t);
-  return c;
-}
-
-// Empty when `lo`, `hi` may replace the box's bounds in place: as many values, no NaN, lo <= hi, and
-// every bound finite where it was finite and the same infinity where it was infinite (the Solver's
-// constraint rows, one per finite bound, are laid out at creation).
-std::string bounds_mismatch(const problems::BoxBounds& box, std::span<const double> lo, std::span<const double> hi) {
-  const std::size_t n = box.index.size();
+// Empty when `lo`, `hi` are bounds for a box of n entries: as many values, no NaN, lo <= hi, lower
+// below +inf and upper above -inf (an infinite bound adds no row).
+std::string bounds_error(std::size_t n, std::span<const double> lo, std::span<const double> hi) {
   if (lo.size() != n || hi.size() != n)
     return "expected " + std::to_string(n) + " lower and upper values, found " + std::to_string(lo.size()) + " and " +
            std::to_string(hi.size());
-  for (std::size_t j = 0; j < n; ++j) {
-    const bool same_kind =
-        std::isfinite(lo[j]) == std::isfinite(box.lower[j]) && std::isfinite(hi[j]) == std::isfinite(box.upper[j]) &&
-        (std::isfinite(lo[j]) || lo[j] == box.lower[j]) && (std::isfinite(hi[j]) || hi[j] == box.upper[j]);
-    if (std::isnan(lo[j]) || std::isnan(hi[j]) || !same_kind || lo[j] > hi[j])
-      return "entry " + std::to_string(j) +
-             ": expected lower <= upper, each finite where the problem's is finite and " +
-             "infinite where it is, found [" + std::to_string(lo[j]) + ", " + std::to_string(hi[j]) + "] for [" +
-             std::to_string(box.lower[j]) + ", " + std::to_string(box.upper[j]) + "]";
-  }
+  for (std::size_t j = 0; j < n; ++j)
+    if (std::isnan(lo[j]) || std::isnan(hi[j]) || lo[j] > hi[j] || lo[j] == INFINITY || hi[j] == -INFINITY)
+      return "entry " + std::to_string(j) + ": expected lower <= upper, each finite or the matching infinity, found [" +
+             std::to_string(lo[j]) + ", " + std::to_string(hi[j]) + "]";
   return {};
 }
 
@@ -143,9 +120,6 @@ struct BatchSolver::Impl {
   std::vector<Solver> solvers;
   std::vector<std::string> shared_costs;   // reference-carrying costs the batch could not copy
   std::vector<std::exception_ptr> errors;  // one per problem, set only if its solve() threw
-  // Problem i's box terms (its own copies, held by its Solver's problem), in the problem's order.
-  std::vector<std::vector<problems::ConstraintTerm*>> boxes;  // problem i's bounded terms (set_bounds)
-  std::vector<std::vector<problems::CircleObstacle*>> obstacles;  // problem i's own (solvers path)
   // ---- Device path: DeviceSqp per problem on the pool (cpu), or the engine (cuda)
   std::vector<device::DeviceSqp> devices;
   std::unique_ptr<BatchEngine> engine;
@@ -260,10 +234,16 @@ struct BatchSolver::Impl {
   // The engine's problem i -> its Solution.
   void publish_engine(int i) {
     Solution& s = engine_solutions[static_cast<std::size_t>(i)];
+    const device::BatchProblem& P = data.problem;
+    // The iterate holds every row the arrays can (P.n_ineq); problem i's layout uses the first.
+    const auto rows = static_cast<std::size_t>(
+        device::row_offsets(P, engine->slice(i), device::ConstraintSet::Inequality)[P.N + 1]);
+    s.z.resize(rows);
+    s.s.resize(rows);
     const double* it = engine->iterate(i);
     for (std::vector<double>* v : {&s.x, &s.u, &s.lambda, &s.z, &s.s, &s.y}) {
       std::copy(it, it + v->size(), v->begin());
-      it += v->size();
+      it += v == &s.z || v == &s.s ? static_cast<std::size_t>(P.n_ineq) : v->size();
     }
     const device::DeviceResult& r = engine->result(i);
     s.cost = r.cost;
@@ -336,17 +316,7 @@ BatchSolver::BatchSolver(problems::Problem problem, int batch_size, const BatchO
     for (int i = 0; i < batch_size; ++i) {
       problems::Problem copy = problem;
       for (auto& c : copy.costs) c = own_copy(c);
-      std::vector<problems::ConstraintTerm*> boxes;
-      std::vector<problems::CircleObstacle*> obstacles;
-      for (auto& c : copy.constraints) {
-        c = own_copy(c);
-        if (c->box() != nullptr || dynamic_cast<problems::EndEffectorBox*>(c.get()) != nullptr ||
-            dynamic_cast<problems::EndEffectorHeight*>(c.get()) != nullptr)
-          boxes.push_back(c.get());
-        if (auto* o = dynamic_cast<problems::CircleObstacle*>(c.get())) obstacles.push_back(o);
-      }
-      m.boxes.push_back(std::move(boxes));
-      m.obstacles.push_back(std::move(obstacles));
+      // Each Solver owns its bounded and obstacle terms (Solver::set_bounds, set_obstacle).
       m.solvers.emplace_back(std::move(copy), solver_options);
     }
   } else {
@@ -371,8 +341,13 @@ BatchSolver::BatchSolver(problems::Problem problem, int batch_size, const BatchO
         s.x = x;
         s.u = u;
         s.lambda.assign(x.size(), 0.0);
-        s.z.assign(static_cast<std::size_t>(P.n_ineq), 0.0);
-        s.s = s.z;
+        // Capacity for every row (set_bounds may add some; publish_engine sizes them, no allocation).
+        const auto rows = static_cast<std::size_t>(
+            device::row_offsets(P, m.data.slice.data(), device::ConstraintSet::Inequality)[P.N + 1]);
+        s.z.reserve(static_cast<std::size_t>(P.n_ineq));
+        s.s.reserve(static_cast<std::size_t>(P.n_ineq));
+        s.z.assign(rows, 0.0);
+        s.s.assign(rows, 0.0);
         s.y.assign(static_cast<std::size_t>(P.n_eq), 0.0);
       }
     } else {
@@ -460,64 +435,51 @@ void BatchSolver::set_bounds(int i, std::string_view constraint_name, std::span<
   Impl& m = *impl_;
   m.check(i);
   const auto name = [constraint_name] { return std::string(constraint_name); };  // errors only: no allocation
+  const problems::Problem& problem = m.path == BatchPath::Solvers ? m.at(i).problem() : m.base;
   const problems::ConstraintTerm* term = nullptr;
-  if (m.path == BatchPath::Solvers) {
-    for (const problems::ConstraintTerm* c : m.boxes[static_cast<std::size_t>(i)])
-      if (c->info().name == constraint_name) term = c;
-  } else {
-    for (const auto& c : m.base.constraints)
-      if (c->info().name == constraint_name) term = c.get();
-  }
+  for (const auto& c : problem.constraints)
+    if (c->info().name == constraint_name) term = c.get();
   const bool height = dynamic_cast<const problems::EndEffectorHeight*>(term) != nullptr;
   const bool ee_box = dynamic_cast<const problems::EndEffectorBox*>(term) != nullptr;
   if (term == nullptr || (term->box() == nullptr && !height && !ee_box))
     throw std::invalid_argument("BatchSolver::set_bounds: no control_box, state_box, end_effector_box or "
                                 "end_effector_height constraint named '" + name() + "'");
-  // An end-effector term's bounds as three axes (x, y, z); a height's one pair is z's [z_min, inf).
+  // Checked here for both paths, so that they refuse alike and with this class's name.
   const double inf = std::numeric_limits<double>::infinity();
-  std::array<double, 3> lo3{-inf, -inf, -inf}, hi3{inf, inf, inf};
-  if (height || ee_box) {
-    const std::size_t n = height ? 1 : 3;
-    if (lower.size() != n || upper.size() != n)
-      throw std::invalid_argument("BatchSolver::set_bounds: constraint '" + name() + "': expected " + std::to_string(n) +
-                                  " lower and upper values, found " + std::to_string(lower.size()) + " and " +
-                                  std::to_string(upper.size()));
-    if (height && upper[0] != inf)
-      throw std::invalid_argument("BatchSolver::set_bounds: constraint '" + name() +
-                                  "': an end_effector_height bounds z from below; expected upper = [inf], found [" +
-                                  std::to_string(upper[0]) + "]");
-    if (height) {
-      lo3[2] = lower[0];
-    } else {
-      std::copy(lower.begin(), lower.end(), lo3.begin());
-      std::copy(upper.begin(), upper.end(), hi3.begin());
-    }
+  if (height && (lower.size() != 1 || upper.size() != 1 || upper[0] != inf || !std::isfinite(lower[0])))
+    throw std::invalid_argument("BatchSolver::set_bounds: constraint '" + name() +
+                                "': an end_effector_height bounds z from below; expected lower = [a finite z_min] "
+                                "and upper = [inf]");
+  if (!height) {
+    const std::size_t n = ee_box ? 3 : term->box()->index.size();
+    if (std::string why = bounds_error(n, lower, upper); !why.empty())
+      throw std::invalid_argument("BatchSolver::set_bounds: constraint '" + name() + "': " + why);
   }
-  if (m.path != BatchPath::Solvers) {
-    // The compiled slice's bounds: the same rule as bounds_mismatch (finiteness fixed by the rows).
+  if (m.path == BatchPath::Solvers) {
     try {
-      if (height || ee_box)
-        device::set_slice_bounds(m.compiled(), m.slice(i), constraint_name, lo3, hi3);
-      else
-        device::set_slice_bounds(m.compiled(), m.slice(i), constraint_name, lower, upper);
+      m.at(i).set_bounds(constraint_name, lower, upper);
     } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument(std::string("BatchSolver::set_bounds: ") + e.what());
+      throw std::invalid_argument(std::string("BatchSolver::set_bounds: problem ") + std::to_string(i) + ": " + e.what());
     }
     return;
   }
-  // The term is problem i's own, not const (made by own_copy); box() only hands out a const view.
-  auto* own = const_cast<problems::ConstraintTerm*>(term);
+  // The slice's bounds, and its row layout laid out again. An end-effector term's bounds as three
+  // axes (x, y, z); a height's one pair is z's [z_min, inf).
+  std::array<double, 3> lo3{-inf, -inf, -inf}, hi3{inf, inf, inf};
+  if (height) {
+    lo3[2] = lower[0];
+  } else if (ee_box) {
+    std::copy(lower.begin(), lower.end(), lo3.begin());
+    std::copy(upper.begin(), upper.end(), hi3.begin());
+  }
   try {
-    if (auto* h = dynamic_cast<problems::EndEffectorHeight*>(own)) return h->set_z_min(lo3[2]);
-    if (auto* b = dynamic_cast<problems::EndEffectorBox*>(own)) return b->set_bounds(lo3, hi3);
+    if (height || ee_box)
+      device::set_slice_bounds(m.compiled(), m.slice(i), constraint_name, lo3, hi3);
+    else
+      device::set_slice_bounds(m.compiled(), m.slice(i), constraint_name, lower, upper);
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(std::string("BatchSolver::set_bounds: ") + e.what());
   }
-  auto* box = const_cast<problems::BoxBounds*>(own->box());
-  if (std::string why = bounds_mismatch(*box, lower, upper); !why.empty())
-    throw std::invalid_argument("BatchSolver::set_bounds: constraint '" + name() + "': " + why);
-  std::copy(lower.begin(), lower.end(), box->lower.begin());
-  std::copy(upper.begin(), upper.end(), box->upper.begin());
 }
 
 void BatchSolver::set_obstacle(int i, std::string_view constraint_name, std::array<double, 2> center, double radius) {
@@ -526,13 +488,19 @@ void BatchSolver::set_obstacle(int i, std::string_view constraint_name, std::arr
   try {
     if (m.path != BatchPath::Solvers)
       return device::set_slice_obstacle(m.compiled(), m.slice(i), constraint_name, center, radius);
-    for (problems::CircleObstacle* o : m.obstacles[static_cast<std::size_t>(i)])
-      if (o->info().name == constraint_name) return o->set_geometry(center, radius);
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(std::string("BatchSolver::set_obstacle: ") + e.what());
   }
-  throw std::invalid_argument("BatchSolver::set_obstacle: no circle_obstacle constraint named '" +
-                              std::string(constraint_name) + "'");
+  const problems::ConstraintTerm* term = nullptr;
+  for (const auto& c : m.at(i).problem().constraints)
+    if (c->info().name == constraint_name) term = c.get();
+  if (dynamic_cast<const problems::CircleObstacle*>(term) == nullptr)
+    throw std::invalid_argument("BatchSolver::set_obstacle: no circle_obstacle constraint named '" +
+                                std::string(constraint_name) + "'");
+  if (std::string why = problems::CircleObstacle::geometry_error(center, radius); !why.empty())
+    throw std::invalid_argument("BatchSolver::set_obstacle: circle_obstacle '" + std::string(constraint_name) +
+                                "': " + why);
+  m.at(i).set_obstacle(constraint_name, center, radius);
 }
 
 void BatchSolver::set_initial_guess(int i, std::span<const double> x, std::span<const double> u) {

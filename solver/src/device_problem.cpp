@@ -287,7 +287,7 @@ BatchProblemData compile_batch_problem(const problems::Problem& p) {
     RowRecord r;
     r.stages = stages_of(c.info().stages);
     r.uses_control = c.uses_control() ? 1 : 0;
-    r.rows = c.dim();
+    r.rows = c.dim();  // boxes and end-effector row sets: their most, below
     std::vector<int> index;
     if (const auto* ec = dynamic_cast<const problems::ExpressionConstraint*>(&c)) {
       r.kind = RowKind::Expression;
@@ -305,13 +305,13 @@ BatchProblemData compile_batch_problem(const problems::Problem& p) {
       if (const auto* h = dynamic_cast<const problems::EndEffectorHeight*>(&c)) {
         off = h->offset();
         lower[2] = h->z_min();
-        index = {-3};
+        r.rows = 1;
       } else {
         const auto& b = dynamic_cast<const problems::EndEffectorBox&>(c);
         off = b.offset();
         lower = b.lower();
         upper = b.upper();
-        index = b.rows();
+        r.rows = 6;
       }
       const problems::robot::Frame& f = mb.manipulator->robot().frames.at(static_cast<std::size_t>(c.frame()));
       r.kind = RowKind::EndEffector;
@@ -334,6 +334,7 @@ BatchProblemData compile_batch_problem(const problems::Problem& p) {
       const problems::BoxBounds& b = *c.box();
       r.kind = b.on_control ? RowKind::ControlBox : RowKind::StateBox;
       index = b.index;
+      r.rows = 2 * static_cast<int>(b.index.size());
       r.lower = slice_put(b.lower.data(), b.lower.size());
       r.upper = slice_put(b.upper.data(), b.upper.size());
     }
@@ -346,26 +347,38 @@ BatchProblemData compile_batch_problem(const problems::Problem& p) {
     (is_eq ? eq_terms : ineq_terms).push_back(&c);
     (is_eq ? d.eq_names : d.ineq_names).push_back(c.info().name);
   }
-  const auto offsets = [N](const std::vector<const problems::ConstraintTerm*>& terms) {
-    std::vector<int> off(static_cast<std::size_t>(N) + 2, 0);
-    for (int k = 0; k <= N; ++k) {
-      int m = 0;
-      for (const auto* t : terms)
-        if (t->active(k, N)) m += t->dim();
-      off[static_cast<std::size_t>(k) + 1] = off[static_cast<std::size_t>(k)] + m;
-    }
-    return off;
+  // Rows at most (every bound finite: the arrays' sizes) and the problem's own layout in the slice,
+  // which must be the host terms' (Solver's layout_rows: ConstraintTerm::dim() of the active terms).
+  const auto most_rows = [N](const std::vector<RowRecord>& records) {
+    int m = 0;
+    for (int k = 0; k <= N; ++k)
+      for (const RowRecord& r : records)
+        if (stage_applies(r.stages, k, N) && !(r.uses_control && k >= N)) m += r.rows;
+    return m;
   };
-  const std::vector<int> ineq_off = offsets(ineq_terms), eq_off = offsets(eq_terms);
   P.n_ineq_terms = static_cast<int>(ineq.size());
   P.n_eq_terms = static_cast<int>(eq.size());
   P.ineq_terms = arena.put_array(ineq);
   P.eq_terms = arena.put_array(eq);
-  P.ineq_offset = arena.put_array(ineq_off);
-  P.eq_offset = arena.put_array(eq_off);
-  P.n_ineq = ineq_off.back();
-  P.n_eq = eq_off.back();
+  P.n_ineq = most_rows(ineq);
+  P.n_eq = most_rows(eq);
+  const std::vector<double> zeros(static_cast<std::size_t>(N) + 2, 0.0);
+  P.ineq_layout = slice_put(zeros.data(), zeros.size());
+  P.eq_layout = slice_put(zeros.data(), zeros.size());
   arena.bytes.resize((arena.bytes.size() + 7) / 8 * 8);
+  for (const ConstraintSet kind : {ConstraintSet::Inequality, ConstraintSet::Equality}) {
+    const bool is_ineq = kind == ConstraintSet::Inequality;
+    double* layout = slice.data() + (is_ineq ? P.ineq_layout : P.eq_layout);
+    layout_rows(P, arena.bytes.data(), slice.data(), kind, layout);
+    int row = 0;
+    for (int k = 0; k <= N; ++k) {
+      for (const auto* t : is_ineq ? ineq_terms : eq_terms)
+        if (t->active(k, N)) row += t->dim();
+      if (layout[k + 1] != double(row))
+        throw std::logic_error("compile_batch_problem: the device rows of knot " + std::to_string(k) +
+                               " differ from the host terms' (" + std::to_string(row) + ")");
+    }
+  }
   P.arena_bytes = arena.bytes.size();
   P.slice_size = slice.size();
   d.arena = std::move(arena.bytes);
@@ -434,22 +447,26 @@ void set_slice_bounds(const BatchProblemData& d, double* slice, std::string_view
       (r->kind != RowKind::ControlBox && r->kind != RowKind::StateBox && r->kind != RowKind::EndEffector))
     throw std::invalid_argument("set_slice_bounds: no control_box, state_box or end-effector constraint named '" +
                                 std::string(constraint) + "'");
-  // An end-effector term's bounds are the point's x, y, z ones (a height: z from below).
+  // An end-effector term's bounds are the point's x, y, z ones (a height: z from below alone).
   const std::size_t n = r->kind == RowKind::EndEffector ? 3 : static_cast<std::size_t>(r->count);
   if (lower.size() != n || upper.size() != n)
     throw std::invalid_argument("set_slice_bounds: constraint '" + std::string(constraint) + "' expects " + std::to_string(n) +
                                 " values each, found " + std::to_string(lower.size()) + " and " +
                                 std::to_string(upper.size()));
+  const bool height = r->kind == RowKind::EndEffector && r->rows == 1;
   for (std::size_t j = 0; j < n; ++j) {
     const double lo = lower[j], hi = upper[j];
-    const bool same = std::isfinite(lo) == std::isfinite(slice[r->lower + j]) &&
-                      std::isfinite(hi) == std::isfinite(slice[r->upper + j]);
-    if (std::isnan(lo) || std::isnan(hi) || lo > hi || lo == INFINITY || hi == -INFINITY || !same)
-      throw std::invalid_argument("set_slice_bounds: constraint '" + std::string(constraint) + "' entry " + std::to_string(j) +
-                                  ": expected lower <= upper, each finite exactly where the compiled bound is");
+    if (std::isnan(lo) || std::isnan(hi) || lo > hi || lo == INFINITY || hi == -INFINITY)
+      throw std::invalid_argument("set_slice_bounds: constraint '" + std::string(constraint) + "' entry " +
+                                  std::to_string(j) + ": expected lower <= upper, no NaN, lower below +inf and upper " +
+                                  "above -inf, found [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    if (height && (std::isfinite(hi) || (j < 2 && std::isfinite(lo))))
+      throw std::invalid_argument("set_slice_bounds: constraint '" + std::string(constraint) + "' (end_effector_height) "
+                                  "bounds z from below alone; expected x, y and the upper z infinite");
   }
   std::copy(lower.begin(), lower.end(), slice + r->lower);
   std::copy(upper.begin(), upper.end(), slice + r->upper);
+  layout_rows(d.problem, d.arena.data(), slice, ConstraintSet::Inequality, slice + d.problem.ineq_layout);
 }
 
 std::vector<unsigned char> recompiled_arena(const problems::Problem& p, const BatchProblem& layout) {
@@ -466,7 +483,7 @@ bool same_layout(const BatchProblem& a, const BatchProblem& b) {
   const auto fields = [](const BatchProblem& p) {
     return std::tuple(p.nx, p.nu, p.N, p.nq, p.dt, p.integrator, p.model, p.discrete, p.velocity_rows, p.model_params,
                       p.linear_A, p.linear_B, p.linear_c, p.has_linear_c, p.expr_code, p.expr_outputs, p.costs,
-                      p.n_costs, p.ineq_terms, p.eq_terms, p.n_ineq_terms, p.n_eq_terms, p.ineq_offset, p.eq_offset,
+                      p.n_costs, p.ineq_terms, p.eq_terms, p.n_ineq_terms, p.n_eq_terms, p.ineq_layout, p.eq_layout,
                       p.n_ineq, p.n_eq, p.term_work, p.arena_bytes, p.slice_size, p.x0);
   };
   return fields(a) == fields(b);

@@ -206,8 +206,11 @@ DeviceSqp::DeviceSqp(const problems::Problem& problem, const SolverOptions& opti
   solution_.x.assign(static_cast<std::size_t>(P.N + 1) * P.nx, 0.0);
   solution_.u.assign(static_cast<std::size_t>(P.N) * P.nu, 0.0);
   solution_.lambda.assign(static_cast<std::size_t>(P.N + 1) * P.nx, 0.0);
-  solution_.z.assign(static_cast<std::size_t>(P.n_ineq), 0.0);
-  solution_.s.assign(static_cast<std::size_t>(P.n_ineq), 0.0);
+  // z and s hold the problem's rows; set_slice_bounds may lay out up to P.n_ineq (no allocation then).
+  solution_.z.reserve(static_cast<std::size_t>(P.n_ineq));
+  solution_.s.reserve(static_cast<std::size_t>(P.n_ineq));
+  solution_.z.assign(static_cast<std::size_t>(row_offsets(P, slice_.data(), ConstraintSet::Inequality)[P.N + 1]), 0.0);
+  solution_.s.assign(solution_.z.size(), 0.0);
   solution_.y.assign(static_cast<std::size_t>(P.n_eq), 0.0);
   std::snprintf(solution_.message_.data(), solution_.message_.size(), "%s", describe(Status::NotRun));
   std::vector<double> x, u;
@@ -254,6 +257,9 @@ void DeviceSqp::publish() {
   std::copy(a.x, a.x + solution_.x.size(), solution_.x.begin());
   std::copy(a.u, a.u + solution_.u.size(), solution_.u.begin());
   std::copy(a.lambda, a.lambda + solution_.lambda.size(), solution_.lambda.begin());
+  const auto rows = static_cast<std::size_t>(row_offsets(P, slice_.data(), ConstraintSet::Inequality)[P.N + 1]);
+  solution_.z.resize(rows);
+  solution_.s.resize(rows);
   std::copy(a.z, a.z + solution_.z.size(), solution_.z.begin());
   std::copy(a.s, a.s + solution_.s.size(), solution_.s.begin());
   std::copy(a.y, a.y + solution_.y.size(), solution_.y.begin());

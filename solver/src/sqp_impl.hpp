@@ -35,6 +35,7 @@ struct Rows {
   std::vector<double> jac;                             // total x (nx + nu)
   std::vector<double> trial;                           // g or h at the line search's trial point
   std::vector<double> jdw;                             // J dw for the step
+  int most = 0;                                        // rows the storage holds (every bound finite)
   int total() const { return offset.back(); }
 };
 
@@ -133,6 +134,8 @@ struct Solver::Impl {
   // Copies an initial guess whose sizes were checked (guess_mismatch): warm with every multiplier,
   // else cold from its x and u.
   void start_cold(std::span<const double> x, std::span<const double> u);  // multipliers reset; slacks at the first linearization
+  void reset_multipliers();        // start_cold's part after the iterate: the next solve starts cold
+  void size_inequality_iterate();  // z, s and their steps sized for ineq's rows (within ineq.most)
   void apply_guess(const problems::InitialGuess& guess);
 
   // ---- Problem and options

@@ -3,10 +3,13 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <limits>
+#include <memory>
 #include <new>
 #include <stdexcept>
 #include <string>
 
+#include "knot/problems/constraint.hpp"
 #include "knot/problems/error.hpp"
 #include "size_text.hpp"
 #include "sqp_impl.hpp"
@@ -19,12 +22,29 @@ problems::ProblemError problem_error(const problems::Problem& p, const std::stri
   return problems::ProblemError(problems::SourceLocation{p.source, 0, 0}, key, expected, found, hint);
 }
 
-// Rows of one constraint kind per knot, their offsets and storage.
+void lay_out(Rows& rows, int N, int nw);
+
+// Rows of one constraint kind: their terms, storage for the most rows the terms can have
+// (ConstraintTerm::max_dim: set_bounds may add rows without allocating), then the current layout.
 void layout_rows(Rows& rows, const problems::Problem& p, problems::ConstraintKind kind, int nw) {
   const int N = p.horizon.N;
   for (const auto& c : p.constraints)
     if (c->kind() == kind) rows.terms.push_back(c.get());
+  rows.most = 0;
+  for (int k = 0; k <= N; ++k)
+    for (const auto* t : rows.terms)
+      if (t->active(k, N)) rows.most += t->max_dim();
+  const std::size_t most = static_cast<std::size_t>(rows.most);
+  rows.value.reserve(most);
+  rows.trial.reserve(most);
+  rows.jdw.reserve(most);
+  rows.jac.reserve(most * static_cast<std::size_t>(nw));
   rows.offset.assign(static_cast<std::size_t>(N) + 2, 0);
+  lay_out(rows, N, nw);
+}
+
+// The layout of the terms' current rows (their dim()), within the storage layout_rows reserved.
+void lay_out(Rows& rows, int N, int nw) {
   for (int k = 0; k <= N; ++k) {
     int m = 0;
     for (const auto* t : rows.terms)
@@ -36,6 +56,21 @@ void layout_rows(Rows& rows, const problems::Problem& p, problems::ConstraintKin
   rows.trial.assign(total, 0.0);
   rows.jdw.assign(total, 0.0);
   rows.jac.assign(total * static_cast<std::size_t>(nw), 0.0);
+}
+
+// The solver's own copy of a term whose bounds or geometry set_bounds or set_obstacle move (the
+// Problem it was built from, and other solvers built from that, keep theirs); other terms stay shared.
+std::shared_ptr<problems::ConstraintTerm> own_copy(const std::shared_ptr<problems::ConstraintTerm>& c) {
+  if (const auto* t = dynamic_cast<const problems::ControlBox*>(c.get()))
+    return std::make_shared<problems::ControlBox>(*t);
+  if (const auto* t = dynamic_cast<const problems::StateBox*>(c.get())) return std::make_shared<problems::StateBox>(*t);
+  if (const auto* t = dynamic_cast<const problems::CircleObstacle*>(c.get()))
+    return std::make_shared<problems::CircleObstacle>(*t);
+  if (const auto* t = dynamic_cast<const problems::EndEffectorBox*>(c.get()))
+    return std::make_shared<problems::EndEffectorBox>(*t);
+  if (const auto* t = dynamic_cast<const problems::EndEffectorHeight*>(c.get()))
+    return std::make_shared<problems::EndEffectorHeight>(*t);
+  return c;
 }
 
 // Allocation-free bounds check shared by the setters.
@@ -137,6 +172,7 @@ Solver::Impl::Impl(problems::Problem p, const SolverOptions& options)
       opt(within_memory_limit(problem, validated(options))),
       integrator(*problem.model, problem.horizon.integrator),
       lq_solver(make_lq_solver(problem, opt)) {
+  for (auto& c : problem.constraints) c = own_copy(c);
   nx = problem.nx();
   nu = problem.nu();
   N = problem.horizon.N;
@@ -154,18 +190,15 @@ Solver::Impl::Impl(problems::Problem p, const SolverOptions& options)
   sol.lambda.assign(static_cast<std::size_t>(N + 1) * nx, 0.0);
   layout_rows(ineq, problem, problems::ConstraintKind::Inequality, nw);
   layout_rows(eq, problem, problems::ConstraintKind::Equality, nw);
-  sol.z.assign(static_cast<std::size_t>(ineq.total()), opt.dual_init);
+  for (std::vector<double>* v : {&sol.z, &s, &ds, &dz, &s_trial}) v->reserve(static_cast<std::size_t>(ineq.most));
+  size_inequality_iterate();
   sol.y.assign(static_cast<std::size_t>(eq.total()), 0.0);
-  s.assign(sol.z.size(), 1.0);
-  ds.assign(sol.z.size(), 0.0);
-  dz.assign(sol.z.size(), 0.0);
-  s_trial.assign(sol.z.size(), 0.0);
   dy.assign(sol.y.size(), 0.0);
 
   grad_x.assign(static_cast<std::size_t>(N + 1) * nx, 0.0);
   grad_u.assign(static_cast<std::size_t>(N) * nu, 0.0);
   lq = LqData(nx, nu, N);
-  if (opt.central_start && ineq.total() > 0)
+  if (opt.central_start && ineq.most > 0)
     probe_save.assign(lq.Q.size() + lq.R.size() + lq.S.size() + lq.q.size() + lq.r.size(), 0.0);
   step = LqSolution(nx, nu, N);
   if (rate) {
@@ -179,7 +212,7 @@ Solver::Impl::Impl(problems::Problem p, const SolverOptions& options)
   x_next.assign(static_cast<std::size_t>(nx), 0.0);
 
   int max_dim = 1;
-  for (const auto& c : problem.constraints) max_dim = std::max(max_dim, c->dim());
+  for (const auto& c : problem.constraints) max_dim = std::max(max_dim, c->max_dim());
   term_g.assign(static_cast<std::size_t>(max_dim), 0.0);
   term_gx.assign(static_cast<std::size_t>(max_dim) * nx, 0.0);
   term_gu.assign(static_cast<std::size_t>(max_dim) * nu, 0.0);
@@ -219,9 +252,22 @@ Solver::Impl::Impl(problems::Problem p, const SolverOptions& options)
   }
 }
 
+void Solver::Impl::size_inequality_iterate() {
+  const std::size_t m = static_cast<std::size_t>(ineq.total());
+  sol.z.assign(m, opt.dual_init);
+  s.assign(m, 1.0);
+  ds.assign(m, 0.0);
+  dz.assign(m, 0.0);
+  s_trial.assign(m, 0.0);
+}
+
 void Solver::Impl::start_cold(std::span<const double> x, std::span<const double> u) {
   std::copy(x.begin(), x.end(), sol.x.begin());
   std::copy(u.begin(), u.end(), sol.u.begin());
+  reset_multipliers();
+}
+
+void Solver::Impl::reset_multipliers() {
   std::fill(sol.lambda.begin(), sol.lambda.end(), 0.0);
   std::fill(sol.y.begin(), sol.y.end(), 0.0);
   // The duals too: the exact Hessian of a cold start's first linearization weighs the rows' curvature
@@ -585,7 +631,7 @@ double estimate_workspace_bytes(const problems::Problem& p, const SolverOptions&
   double rows = 0;
   for (const auto& c : p.constraints)
     for (int k = 0; k <= p.horizon.N; ++k)
-      if (c->active(k, p.horizon.N)) rows += c->dim();
+      if (c->active(k, p.horizon.N)) rows += c->max_dim();
   doubles += rows * (nx + nu + 8) + 10 * (N + 1) * (nx + nu);  // constraint rows; iterates and trial points
   if (o.central_start && rows > 0) doubles += (N + 1) * nx * nx + N * nu * nu + N * nu * nx + (N + 1) * nx + N * nu;  // probe_save
   return doubles * sizeof(double) + (o.max_iter + 1.0) * sizeof(IterationStats);
@@ -677,6 +723,67 @@ void Solver::set_reference(std::string_view cost_name, const problems::Reference
     return;
   }
   throw std::invalid_argument("Solver::set_reference: no cost named '" + std::string(cost_name) + "'");
+}
+
+void Solver::set_bounds(std::string_view constraint_name, std::span<const double> lower,
+                        std::span<const double> upper) {
+  Impl& m = *impl_;
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const auto& c : m.problem.constraints) {
+    if (c->info().name != constraint_name) continue;
+    const int before = c->dim();
+    try {
+      if (auto* b = dynamic_cast<problems::ControlBox*>(c.get())) {
+        b->set_bounds(lower, upper);
+      } else if (auto* b = dynamic_cast<problems::StateBox*>(c.get())) {
+        b->set_bounds(lower, upper);
+      } else if (auto* e = dynamic_cast<problems::EndEffectorBox*>(c.get())) {
+        if (lower.size() != 3 || upper.size() != 3)
+          throw std::invalid_argument("constraint '" + c->info().name +
+                                      "' (end_effector_box): expected 3 lower and 3 upper values (x, y, z), found " +
+                                      std::to_string(lower.size()) + " and " + std::to_string(upper.size()));
+        e->set_bounds({lower[0], lower[1], lower[2]}, {upper[0], upper[1], upper[2]});
+      } else if (auto* h = dynamic_cast<problems::EndEffectorHeight*>(c.get())) {
+        if (lower.size() != 1 || upper.size() != 1 || upper[0] != inf)
+          throw std::invalid_argument("constraint '" + c->info().name +
+                                      "' (end_effector_height) bounds z from below: expected lower = [z_min] and "
+                                      "upper = [inf]");
+        h->set_z_min(lower[0]);
+      } else {
+        throw std::invalid_argument("constraint '" + c->info().name + "' (" + std::string(c->type()) +
+                                    ") has no bounds to set; expected a control_box, state_box, end_effector_box or "
+                                    "end_effector_height");
+      }
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("Solver::set_bounds: ") + e.what());
+    }
+    // A row added or removed: the rows laid out again in the storage reserved for them, and the
+    // next solve cold (the multipliers and slacks belonged to the old rows).
+    if (c->dim() != before) {
+      lay_out(m.ineq, m.N, m.nw);
+      m.size_inequality_iterate();
+      m.reset_multipliers();
+    }
+    return;
+  }
+  throw std::invalid_argument("Solver::set_bounds: no constraint named '" + std::string(constraint_name) + "'");
+}
+
+void Solver::set_obstacle(std::string_view constraint_name, std::array<double, 2> center, double radius) {
+  for (const auto& c : impl_->problem.constraints) {
+    if (c->info().name != constraint_name) continue;
+    auto* o = dynamic_cast<problems::CircleObstacle*>(c.get());
+    if (o == nullptr)
+      throw std::invalid_argument("Solver::set_obstacle: constraint '" + c->info().name + "' (" +
+                                  std::string(c->type()) + ") is not a circle_obstacle");
+    try {
+      o->set_geometry(center, radius);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("Solver::set_obstacle: ") + e.what());
+    }
+    return;
+  }
+  throw std::invalid_argument("Solver::set_obstacle: no constraint named '" + std::string(constraint_name) + "'");
 }
 
 void Solver::set_initial_guess(std::span<const double> x, std::span<const double> u) {

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <filesystem>
 #include <initializer_list>
 #include <memory>
@@ -349,6 +350,37 @@ TEST(GpuBatchSqp, PerProblemModelsMatchTheCpuDevicePath) {
     }
     EXPECT_GT(std::abs(gpu_batch.solution(1).cost - gpu_batch.solution(0).cost), 1e-6) << change;  // another problem
     EXPECT_EQ(gpu_batch.solution(0).cost, gpu_batch.solution(2).cost) << change;
+  }
+}
+
+// Per-problem bounds that add or remove rows on the GPU: problem 1 loses its control box's upper
+// bound, problem 2 its lower, then both get them back; each solve as the cpu device path gives
+// (status, cost to 1e-9, the same rows in z).
+TEST(GpuBatchSqp, BoundsThatAddOrRemoveRowsMatchTheCpuDevicePath) {
+  if (!gpu().usable) GTEST_SKIP() << "no usable GPU: " << gpu().reason;
+  const problems::Problem p = load("cartpole_swingup");
+  solver::BatchOptions o;
+  o.solver = device_fit(p);
+  o.path = solver::BatchPath::Device;
+  solver::BatchSolver cpu(p, 3, o);
+  o.backend = solver::BatchBackend::Cuda;
+  o.cuda_engine = solver::cuda::make_cuda_engine;
+  solver::BatchSolver gpu_batch(p, 3, o);
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> lo = {-80.0}, hi = {80.0}, open_lo = {-inf}, open_hi = {inf};
+  for (int round = 0; round < 2; ++round) {
+    for (solver::BatchSolver* b : {&cpu, &gpu_batch}) {
+      b->set_bounds(1, "force_limit", lo, round == 0 ? open_hi : hi);
+      b->set_bounds(2, "force_limit", round == 0 ? open_lo : lo, hi);
+    }
+    EXPECT_EQ(cpu.solve(), gpu_batch.solve());
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(cpu.status(i), gpu_batch.status(i)) << "round " << round << ", problem " << i;
+      EXPECT_NEAR(cpu.solution(i).cost, gpu_batch.solution(i).cost, 1e-9 * std::abs(cpu.solution(i).cost))
+          << "round " << round << ", problem " << i;
+      EXPECT_EQ(cpu.solution(i).z.size(), gpu_batch.solution(i).z.size()) << "round " << round << ", problem " << i;
+    }
+    if (round == 0) EXPECT_LT(gpu_batch.solution(1).z.size(), gpu_batch.solution(0).z.size());
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <thread>
 #include <vector>
 
@@ -55,8 +56,12 @@ void expect_allocation_free(const std::string& name, int B, int threads, Path pa
   const problems::ConstraintTerm* box = nullptr;
   for (const auto& c : p.constraints)
     if (c->box() != nullptr && std::isfinite(c->box()->lower[0])) box = c.get();
-  std::vector<double> lower, upper;
+  std::vector<double> lower, upper, open;
   if (box) lower = box->box()->lower, upper = box->box()->upper;
+  // The second step also takes the first lower bound away (a row removed on every knot: the rows
+  // laid out again, allocating nothing), the third gives it back.
+  open = lower;
+  if (box) open[0] = -std::numeric_limits<double>::infinity();
   std::vector<double> x0 = p.x0;
   int first = -1;
   const long n = allocations_during([&] {
@@ -73,7 +78,7 @@ void expect_allocation_free(const std::string& name, int B, int threads, Path pa
         }
         if (box) {
           lower[0] -= 1e-3;
-          batch.set_bounds(i, box->info().name, lower, upper);
+          batch.set_bounds(i, box->info().name, step == 1 ? open : lower, upper);
         }
         if (!device) batch.shift(i);
       }

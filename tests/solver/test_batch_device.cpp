@@ -165,7 +165,7 @@ TEST(BatchDevice, PerProblemReferencesAndBoundsReachOnlyTheirProblem) {
   // Negative control: the moved problems are other problems.
   EXPECT_FALSE(near(batch.solution(1), plain.solution()));
   EXPECT_FALSE(near(batch.solution(2), plain.solution()));
-  EXPECT_THROW(batch.set_bounds(0, "torque_limit", std::vector<double>{-INFINITY}, hi), std::invalid_argument);
+  EXPECT_THROW(batch.set_bounds(0, "torque_limit", std::vector<double>{INFINITY}, hi), std::invalid_argument);
   EXPECT_THROW(batch.set_reference(0, "nope", ref), std::invalid_argument);
 }
 

@@ -238,10 +238,11 @@ TEST(BatchSolver, BoundsPerProblem) {
   EXPECT_LE(umax, 9.0 + 1e-6);
   EXPECT_GT(umax, 8.9);  // the bound is active
 
-  // Bounds that would change the rows' layout, and other mistakes, are refused.
+  // Mistakes are refused (bounds that add or remove rows: BoundsThatAddOrRemoveRows).
   const double inf = std::numeric_limits<double>::infinity();
   const std::string name = box.info().name;
-  EXPECT_THROW(batch.set_bounds(0, name, std::vector<double>{-inf}, hi), std::invalid_argument);
+  EXPECT_THROW(batch.set_bounds(0, name, std::vector<double>{inf}, std::vector<double>{inf}), std::invalid_argument);
+  EXPECT_THROW(batch.set_bounds(0, name, lo, std::vector<double>{-inf}), std::invalid_argument);
   EXPECT_THROW(batch.set_bounds(0, name, lo, std::vector<double>{1.0, 2.0}), std::invalid_argument);
   EXPECT_THROW(batch.set_bounds(0, name, hi, lo), std::invalid_argument);  // lower > upper
   EXPECT_THROW(batch.set_bounds(0, name, std::vector<double>{kNaN}, hi), std::invalid_argument);
@@ -349,11 +350,12 @@ TEST(BatchSolver, EndEffectorBoundsPerProblem) {
       else
         EXPECT_NEAR(got.cost, w.cost, 1e-9 * std::max(1.0, std::abs(w.cost))) << i;
     }
-    // Mistakes are refused, naming the term: a finite upper on a height, a bound made finite where
-    // the box's is infinite, the wrong count, lower > upper, an unknown name.
+    // Mistakes are refused, naming the term: a finite upper or an infinite minimum on a height, a
+    // lower bound of +inf, the wrong count, lower > upper, an unknown name.
     EXPECT_THROW(batch.set_bounds(0, "floor", floor_lo, std::vector<double>{1.0}), std::invalid_argument);
     EXPECT_THROW(batch.set_bounds(0, "floor", std::vector<double>{kNaN}, floor_hi), std::invalid_argument);
-    EXPECT_THROW(batch.set_bounds(0, "workspace", std::vector<double>{-0.8, -1.0, 0.1}, box_hi),
+    EXPECT_THROW(batch.set_bounds(0, "floor", std::vector<double>{-inf}, floor_hi), std::invalid_argument);
+    EXPECT_THROW(batch.set_bounds(0, "workspace", std::vector<double>{-0.8, inf, 0.1}, box_hi),
                  std::invalid_argument);
     EXPECT_THROW(batch.set_bounds(0, "workspace", floor_lo, floor_hi), std::invalid_argument);
     EXPECT_THROW(batch.set_bounds(0, "workspace", box_hi, box_lo), std::invalid_argument);
@@ -362,6 +364,116 @@ TEST(BatchSolver, EndEffectorBoundsPerProblem) {
       ADD_FAILURE() << "an unknown name was taken";
     } catch (const std::invalid_argument& e) {
       EXPECT_NE(std::string(e.what()).find("end_effector_height"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// Bounds that add or remove constraint rows, on both paths: each problem's solution is a Solver's on
+// the file given those bounds (bitwise on the solvers path, status and cost to 1e-9 on the device
+// path), from the same start. A control box on the cart-pole loses its upper bound (problem 1) or
+// its lower (problem 2), and gets it back for a second solve, which starts cold from the first
+// solve's iterate on both paths; the arm's workspace box gains a y bound (problem 1) and loses its
+// x upper bound (problem 2).
+TEST(BatchSolver, BoundsThatAddOrRemoveRows) {
+  const double inf = std::numeric_limits<double>::infinity();
+  struct Move {
+    std::string term, set;
+    std::vector<double> lower, upper;
+  };
+  struct Case {
+    std::string config;
+    std::vector<std::string> overrides;
+    Move one, two;
+    bool gauss_newton;
+  };
+  const std::vector<std::string> ee = end_effector_constraint_overrides();
+  const std::vector<Case> cases = {
+      {"cartpole_swingup", {}, {"", "constraints[0].upper=[.inf]", {-80.0}, {inf}},
+       {"", "constraints[0].lower=[-.inf]", {-inf}, {80.0}}, false},
+      {"iiwa14_reach", ee, {"workspace", "constraints[1].lower=[-0.8, -0.05, 0.1]", {-0.8, -0.05, 0.1}, {0.58, 0.9, inf}},
+       {"workspace", "constraints[1].upper=[.inf, 0.9, .inf]", {-0.8, -inf, 0.1}, {inf, 0.9, inf}}, true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.config);
+    const problems::Problem p = load_config(c.config, c.overrides);
+    solver::SolverOptions so = sqp_options(p);
+    if (c.gauss_newton) so.hessian = solver::Hessian::GaussNewton;
+    const auto with = [&](const std::string& set) {
+      std::vector<std::string> o = c.overrides;
+      o.push_back(set);
+      return load_config(c.config, o);
+    };
+    const problems::Problem one = with(c.one.set), two = with(c.two.set);
+    const std::string term = c.one.term.empty() ? p.constraints[0]->info().name : c.one.term;
+    const problems::BoxBounds* file_box = p.constraints[c.one.term.empty() ? 0 : 1]->box();
+    std::vector<double> file_lo, file_hi;
+    if (file_box) {
+      file_lo = file_box->lower;
+      file_hi = file_box->upper;
+    } else {
+      const auto& b = dynamic_cast<const problems::EndEffectorBox&>(*p.constraints[1]);
+      file_lo.assign(b.lower().begin(), b.lower().end());
+      file_hi.assign(b.upper().begin(), b.upper().end());
+    }
+    // The references: Solvers on the files, then the file's bounds again from each first solution.
+    std::vector<solver::Solution> first, second;
+    for (const problems::Problem* q : {&p, &one, &two}) {
+      solver::Solver s(*q, so);
+      s.solve();
+      first.push_back(s.solution());
+      solver::Solver back(p, so);
+      back.set_initial_guess(s.solution().x, s.solution().u);
+      back.solve();
+      second.push_back(back.solution());
+    }
+    ASSERT_NE(first[1].cost, first[0].cost);  // each move changes the optimum
+    ASSERT_NE(first[2].cost, first[0].cost);
+    ASSERT_NE(first[1].z.size(), first[0].z.size());  // and the rows
+    ASSERT_NE(first[2].z.size(), first[0].z.size());
+    for (const solver::BatchPath path : {solver::BatchPath::Solvers, solver::BatchPath::Device}) {
+      SCOPED_TRACE(solver::to_string(path));
+      BatchOptions o;
+      o.threads = 2;
+      o.solver = so;
+      o.path = path;
+      BatchSolver batch(p, 3, o);
+      ASSERT_EQ(batch.path(), path);
+      batch.set_bounds(1, term, c.one.lower, c.one.upper);
+      batch.set_bounds(2, term, c.two.lower, c.two.upper);
+      const auto expect = [&](const std::vector<solver::Solution>& want) {
+        for (int i = 0; i < 3; ++i) {
+          const solver::Solution& got = batch.solution(i);
+          const solver::Solution& w = want[std::size_t(i)];
+          EXPECT_EQ(got.status, w.status) << i;
+          EXPECT_EQ(got.z.size(), w.z.size()) << i;
+          if (path == solver::BatchPath::Solvers) {
+            EXPECT_EQ(got.cost, w.cost) << i;
+            EXPECT_EQ(got.x, w.x) << i;
+            EXPECT_EQ(got.z, w.z) << i;
+          } else {
+            EXPECT_NEAR(got.cost, w.cost, 1e-9 * std::max(1.0, std::abs(w.cost))) << i;
+          }
+        }
+      };
+      batch.solve();
+      expect(first);
+      for (int i : {1, 2}) batch.set_bounds(i, term, file_lo, file_hi);
+      batch.solve();
+      const std::vector<solver::Solution> again = {second[0], second[1], second[2]};
+      // Problem 0 kept its bounds: its second solve continues from its solution, as Solver's does.
+      solver::Solver keep(p, so);
+      keep.solve();
+      keep.solve();
+      std::vector<solver::Solution> want2 = again;
+      want2[0] = keep.solution();
+      if (path == solver::BatchPath::Device) {  // the device path starts every solve cold
+        solver::Solver cold(p, so);
+        cold.solve();
+        cold.set_initial_guess(cold.solution().x, cold.solution().u);
+        cold.solve();
+        want2[0] = cold.solution();
+      }
+      expect(want2);
     }
   }
 }

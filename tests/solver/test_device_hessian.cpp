@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <random>
@@ -241,10 +242,11 @@ TEST(DeviceHessian, MatchesSolversClosedFormOnEveryConfig) {
       cmp("R", ex.v.R, h.R.data(), N * nu * nu, nu * nu);
       cmp("S", ex.v.S, h.S.data(), N * nu * nx, nu * nx);
       if (HasFatalFailure()) return;
-      // Everything else linearize writes is the Gauss-Newton linearization's, bit for bit.
+      // Everything else linearize writes is the Gauss-Newton linearization's, bit for bit (the rows
+      // past the problem's layout keep their NaN poison in both).
       for (const auto& [a, b] :
            {std::pair{&ex.ineq_jac, &gn.ineq_jac}, std::pair{&ex.eq_jac, &gn.eq_jac}, std::pair{&ex.cost, &gn.cost}})
-        EXPECT_TRUE(*a == *b);
+        EXPECT_TRUE(a->size() == b->size() && std::memcmp(a->data(), b->data(), a->size() * sizeof(double)) == 0);
       EXPECT_TRUE(std::equal(ex.v.A, ex.v.Q, gn.v.A));                          // A, B, c
       EXPECT_TRUE(std::equal(ex.v.q, ex.v.q + (N + 1) * nx + N * nu, gn.v.q));  // q, r
     }
@@ -271,8 +273,8 @@ std::vector<double> lagrangian_gradient(const solver::device::BatchProblem& P, c
       for (int i = 0; i < nx; ++i) g[std::size_t(nx + j)] += o.v.B_k(k)[i + std::size_t(j) * nx] * lam[i];
   }
   for (int kind = 0; kind < 2; ++kind) {
-    const int* off = solver::device::row_offsets(
-        P, d.arena.data(),
+    const auto off = solver::device::row_offsets(
+        P, d.slice.data(),
         kind == 0 ? solver::device::ConstraintSet::Inequality : solver::device::ConstraintSet::Equality);
     const std::vector<double>& jac = kind == 0 ? o.ineq_jac : o.eq_jac;
     const std::vector<double>& mult = kind == 0 ? it.z : it.y;

@@ -291,14 +291,16 @@ TEST(DeviceLinearize, MatchesTheHostLinearizationOnEveryConfig) {
     const auto& P = d.problem;
     // The row layout is the host Solver's (z, s, y laid out as Solution's).
     const solver::Solver host(p, sqp_options(p));
-    const int* io = solver::device::row_offsets(P, d.arena.data(), solver::device::ConstraintSet::Inequality);
-    const int* eo = solver::device::row_offsets(P, d.arena.data(), solver::device::ConstraintSet::Equality);
+    const auto io = solver::device::row_offsets(P, d.slice.data(), solver::device::ConstraintSet::Inequality);
+    const auto eo = solver::device::row_offsets(P, d.slice.data(), solver::device::ConstraintSet::Equality);
     for (int k = 0; k <= P.N + 1; ++k) {
       ASSERT_EQ(io[k], host.inequality_offset(k)) << "knot " << k;
       ASSERT_EQ(eo[k], host.equality_offset(k)) << "knot " << k;
     }
-    ASSERT_EQ(P.n_ineq, static_cast<int>(host.solution().z.size()));
-    ASSERT_EQ(P.n_eq, static_cast<int>(host.solution().y.size()));
+    ASSERT_EQ(io[P.N + 1], static_cast<int>(host.solution().z.size()));
+    ASSERT_EQ(eo[P.N + 1], static_cast<int>(host.solution().y.size()));
+    ASSERT_GE(P.n_ineq, io[P.N + 1]);  // the arrays' rows: every bound finite
+    ASSERT_EQ(P.n_eq, eo[P.N + 1]);
     Compare cmp;
     for (int trial = 0; trial < 3; ++trial) {
       const Point pt = random_point(p, rng);
@@ -371,8 +373,8 @@ TEST(DeviceLinearize, CircleObstacleReadsItsCenterFromTheSlice) {
   moved[rec[t].lower] += 0.25;
   const int k = 1, nw = P.nx + P.nu;
   std::vector<double> x(p.x0), u(std::size_t(P.nu), 0.1), work(solver::device::knot_work_size(P));
-  const int rows = solver::device::row_offsets(P, d.arena.data(), solver::device::ConstraintSet::Inequality)[k + 1] -
-                   solver::device::row_offsets(P, d.arena.data(), solver::device::ConstraintSet::Inequality)[k];
+  const int rows = solver::device::row_offsets(P, d.slice.data(), solver::device::ConstraintSet::Inequality)[k + 1] -
+                   solver::device::row_offsets(P, d.slice.data(), solver::device::ConstraintSet::Inequality)[k];
   std::vector<double> g0(static_cast<std::size_t>(rows)), g1(g0.size()), j0(g0.size() * nw), j1(j0.size());
   solver::device::knot_rows(P, d.arena.data(), d.slice.data(), solver::device::ConstraintSet::Inequality, k, x.data(),
                             u.data(), g0.data(), j0.data(), work.data());
@@ -508,7 +510,7 @@ TEST(DeviceLinearize, ExpressionModelsMatchTheHostLinearization) {
     const auto& P = d.problem;
     ASSERT_EQ(P.model, solver::device::ModelKind::Expression);
     const solver::Solver host(p, sqp_options(p));
-    const int* io = solver::device::row_offsets(P, d.arena.data(), solver::device::ConstraintSet::Inequality);
+    const auto io = solver::device::row_offsets(P, d.slice.data(), solver::device::ConstraintSet::Inequality);
     for (int k = 0; k <= P.N + 1; ++k) ASSERT_EQ(io[k], host.inequality_offset(k)) << "knot " << k;
     Compare cmp;
     for (int trial = 0; trial < 3; ++trial) {
@@ -614,8 +616,8 @@ TEST(DeviceLinearize, ExpressionTermsMatchTheHostLinearization) {
     const auto& P = d.problem;
     EXPECT_GT(P.term_work, 0u);
     const solver::Solver host(p, sqp_options(p));
-    const int* io = solver::device::row_offsets(P, d.arena.data(), solver::device::ConstraintSet::Inequality);
-    const int* eo = solver::device::row_offsets(P, d.arena.data(), solver::device::ConstraintSet::Equality);
+    const auto io = solver::device::row_offsets(P, d.slice.data(), solver::device::ConstraintSet::Inequality);
+    const auto eo = solver::device::row_offsets(P, d.slice.data(), solver::device::ConstraintSet::Equality);
     for (int k = 0; k <= P.N + 1; ++k) {
       ASSERT_EQ(io[k], host.inequality_offset(k)) << "knot " << k;
       ASSERT_EQ(eo[k], host.equality_offset(k)) << "knot " << k;
@@ -722,37 +724,70 @@ TEST(DeviceLinearize, ExpressionTermsNegativeControls) {
   }
 }
 
-TEST(DeviceLinearize, SliceBoundsKeepTheRowLayout) {
+// set_slice_bounds moves a box's bounds in place, and lays the rows out again when a bound becomes
+// infinite (a row removed) or finite (a row added): the slice then linearizes bit for bit as the
+// problem compiled with those bounds, whose rows are the host Solver's.
+TEST(DeviceLinearize, SliceBoundsLayTheRowsOutAgain) {
   const problems::Problem p = load_config("cartpole_swingup");
   const BatchProblemData d = solver::device::compile_batch_problem(p);
-  std::string box;
-  std::vector<double> lo, hi;
-  for (const auto& c : p.constraints)
-    if (c->type() == "control_box") {
-      box = c->info().name;
-      lo = c->box()->lower;
-      hi = c->box()->upper;
-    }
-  ASSERT_FALSE(box.empty());
-  std::vector<double> slice = d.slice;
-  std::vector<double> hi2 = hi;
-  for (double& v : hi2) {
-    if (std::isfinite(v)) v *= 0.5;
-  }
-  solver::device::set_slice_bounds(d, slice.data(), box, lo, hi2);
+  ASSERT_EQ(p.constraints.size(), 1u);
+  const std::string box = p.constraints[0]->info().name;
+  const std::vector<double> lo = p.constraints[0]->box()->lower, hi = p.constraints[0]->box()->upper;
+  ASSERT_TRUE(std::isfinite(lo[0]) && std::isfinite(hi[0]));
+  const double inf = std::numeric_limits<double>::infinity();
   std::mt19937_64 rng(3);
   const Point pt = random_point(p, rng);
+  const auto bits = [](const std::vector<double>& a, const std::vector<double>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+  };
+  const auto rows = [](const BatchProblemData& c, const double* slice, int k) {
+    return solver::device::row_offsets(c.problem, slice, solver::device::ConstraintSet::Inequality)[k];
+  };
+
+  // The same rows: the values move, the Jacobian and the layout stay.
+  std::vector<double> slice = d.slice;
+  solver::device::set_slice_bounds(d, slice.data(), box, lo, std::vector<double>{0.5 * hi[0]});
   Output a(d.problem), b(d.problem);
   run_serial(d, d.slice.data(), pt.x, pt.u, a);
   run_serial(d, slice.data(), pt.x, pt.u, b);
   EXPECT_NE(a.ineq_value, b.ineq_value);
   EXPECT_EQ(a.ineq_jac, b.ineq_jac);
-  // A bound that would add or remove a row is refused.
-  std::vector<double> inf = hi;
-  inf[0] = std::isfinite(hi[0]) ? std::numeric_limits<double>::infinity() : 1.0;
-  EXPECT_THROW(solver::device::set_slice_bounds(d, slice.data(), box, lo, inf), std::invalid_argument);
+  EXPECT_EQ(rows(d, slice.data(), p.horizon.N + 1), rows(d, d.slice.data(), p.horizon.N + 1));
+
+  // Upper removed, then back: against the problems compiled with those bounds.
+  const problems::Problem open = load_config("cartpole_swingup", {"constraints[0].upper=[.inf]"});
+  const BatchProblemData od = solver::device::compile_batch_problem(open);
+  const solver::Solver host(open, sqp_options(open));
+  for (int k = 0; k <= p.horizon.N + 1; ++k) ASSERT_EQ(rows(od, od.slice.data(), k), host.inequality_offset(k)) << k;
+  ASSERT_LT(rows(od, od.slice.data(), p.horizon.N + 1), rows(d, d.slice.data(), p.horizon.N + 1));
+  EXPECT_EQ(od.problem.n_ineq, d.problem.n_ineq);  // the arrays hold every bound's row either way
+  solver::device::set_slice_bounds(d, slice.data(), box, lo, std::vector<double>{inf});
+  for (int k = 0; k <= p.horizon.N + 1; ++k) EXPECT_EQ(rows(d, slice.data(), k), host.inequality_offset(k)) << k;
+  Output removed(d.problem), want_removed(od.problem);
+  run_serial(d, slice.data(), pt.x, pt.u, removed);
+  run_serial(od, od.slice.data(), pt.x, pt.u, want_removed);
+  EXPECT_TRUE(removed.ok && want_removed.ok);
+  EXPECT_TRUE(bits(removed.all(), want_removed.all()));
+  EXPECT_FALSE(bits(removed.all(), a.all()));  // negative control: not the problem with both rows
+
+  std::vector<double> reopened = od.slice;
+  solver::device::set_slice_bounds(od, reopened.data(), box, lo, hi);
+  Output added(od.problem);
+  run_serial(od, reopened.data(), pt.x, pt.u, added);
+  EXPECT_TRUE(bits(added.all(), a.all()));
+  for (int k = 0; k <= p.horizon.N + 1; ++k) EXPECT_EQ(rows(od, reopened.data(), k), rows(d, d.slice.data(), k)) << k;
+
+  // Refused, the slice unchanged: NaN, lower above upper, a lower of +inf, an upper of -inf, the
+  // wrong count, an unknown name.
+  const std::vector<double> before = slice;
+  for (const auto& [l, h] : {std::pair{std::vector<double>{kNaN}, hi}, std::pair{hi, lo},
+                             std::pair{std::vector<double>{inf}, std::vector<double>{inf}},
+                             std::pair{std::vector<double>{-inf}, std::vector<double>{-inf}},
+                             std::pair{std::vector<double>{-1.0, -1.0}, std::vector<double>{1.0, 1.0}}})
+    EXPECT_THROW(solver::device::set_slice_bounds(d, slice.data(), box, l, h), std::invalid_argument);
   EXPECT_THROW(solver::device::set_slice_bounds(d, slice.data(), "no_such_box", lo, hi), std::invalid_argument);
   EXPECT_THROW(solver::device::set_slice_reference(d, slice.data(), "no_such_cost", std::vector<double>{1.0}), std::invalid_argument);
+  EXPECT_TRUE(bits(slice, before));
 }
 
 }  // namespace

@@ -82,6 +82,32 @@ TEST(SqpAlloc, SolveAllocatesNothing) {
   expect_allocation_free("cartpole_swingup_smooth", {});  // control_rate: the augmented LQ
 }
 
+// set_bounds that adds and removes rows (and moves bounds in place), set_obstacle, then solves.
+TEST(SqpAlloc, SetBoundsAndSetObstacleAllocateNothing) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const problems::Problem p = load_config("cartpole_swingup");
+  solver::Solver s(p, sqp_options(p));
+  const std::vector<double> lo = {-80.0}, hi = {80.0}, open = {inf}, tight = {9.0};
+  const long n = allocations_during([&] {
+    s.solve();
+    s.set_bounds("force_limit", lo, open);
+    s.solve();
+    s.set_bounds("force_limit", lo, tight);
+    s.solve();
+    s.set_bounds("force_limit", lo, hi);
+    s.solve();
+  });
+  EXPECT_EQ(n, 0);
+  EXPECT_EQ(s.solution().status, solver::Status::Solved) << s.solution().message();
+  const problems::Problem q = load_config("unicycle_obstacles");
+  solver::Solver u(q, sqp_options(q));
+  EXPECT_EQ(allocations_during([&] {
+              u.set_obstacle("rock", {1.6, 0.3}, 0.45);
+              u.solve();
+            }),
+            0);
+}
+
 TEST(SqpAlloc, EveryBackendAllocatesNothing) {
   for (const char* linsys : {"riccati", "bdsv", "pcg", "kkt_ldlt"})
     expect_allocation_free("cartpole_swingup", {std::string("solver.linsys=") + linsys});

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "knot/problems/constraint.hpp"
 #include "knot/problems/error.hpp"
 #include "test_sqp_common.hpp"
 
@@ -682,6 +683,134 @@ TEST(SqpSolver, SetReferenceMatchesAFreshProblem) {
   EXPECT_GT(rel(original, t.solution().cost), 1e-3);
   EXPECT_THROW(s.set_reference("nope", problems::Reference::constant(goal)), std::invalid_argument);
   EXPECT_THROW(s.set_reference("goal", problems::Reference::constant({1, 2})), std::invalid_argument);
+}
+
+// ---- set_bounds and set_obstacle
+
+// What a Solver built on `p` gives from its default guess, or from (x, u) when given.
+solver::Solution solve_from(const problems::Problem& p, const SolverOptions& o, const solver::Solution* from = nullptr) {
+  Solver s(p, o);
+  if (from) s.set_initial_guess(from->x, from->u);
+  s.solve();
+  return s.solution();
+}
+
+void expect_same_solve(const solver::Solution& got, const solver::Solution& want) {
+  EXPECT_EQ(got.status, want.status);
+  EXPECT_EQ(got.iterations, want.iterations);
+  EXPECT_EQ(got.cost, want.cost);
+  EXPECT_EQ(got.x, want.x);
+  EXPECT_EQ(got.u, want.u);
+  EXPECT_EQ(got.z, want.z);
+  EXPECT_EQ(got.s, want.s);
+}
+
+// Bounds moved in place, then a bound removed and given back (a row fewer, then one more, at every
+// knot): each solve is bit for bit that of a Solver built on the file with those bounds, from the
+// same start (after a row change, the current iterate, cold). The Problem the solver was built from
+// keeps its bounds.
+TEST(SqpSolver, SetBoundsMatchesASolverBuiltWithThoseBounds) {
+  const problems::Problem p = load_config("cartpole_swingup");
+  const SolverOptions o = sqp_options(p);
+  const double inf = std::numeric_limits<double>::infinity();
+  Solver s(p, o);
+  const int N = p.horizon.N;
+  const int rows = s.inequality_offset(N + 1);
+
+  s.set_bounds("force_limit", std::vector<double>{-12.0}, std::vector<double>{9.0});
+  s.solve();
+  const solver::Solution tight = s.solution();
+  expect_same_solve(tight, solve_from(load_config("cartpole_swingup", {"constraints[0].lower=[-12]",
+                                                                          "constraints[0].upper=[9]"}), o));
+  EXPECT_EQ(p.constraints[0]->box()->upper[0], 80.0);
+
+  s.set_bounds("force_limit", std::vector<double>{-12.0}, std::vector<double>{inf});
+  EXPECT_EQ(s.inequality_offset(N + 1), rows - N);  // the upper row gone from every running knot
+  for (int k = 0; k < N; ++k) EXPECT_EQ(s.inequality_offset(k), k);
+  s.solve();
+  const solver::Solution open = s.solution();
+  const problems::Problem p_open =
+      load_config("cartpole_swingup", {"constraints[0].lower=[-12]", "constraints[0].upper=[.inf]"});
+  expect_same_solve(open, solve_from(p_open, o, &tight));
+  EXPECT_NE(open.cost, tight.cost);  // negative control: the row is gone
+
+  s.set_bounds("force_limit", std::vector<double>{-80.0}, std::vector<double>{80.0});
+  EXPECT_EQ(s.inequality_offset(N + 1), rows);
+  s.solve();
+  expect_same_solve(s.solution(), solve_from(p, o, &open));
+}
+
+// The end-effector box gains a row (a y lower bound) and the height moves, on iiwa14_reach
+// (Gauss-Newton; BatchSolver's BoundsThatAddOrRemoveRows takes a row away from this box);
+// a circle obstacle moves on unicycle_obstacles. Each solve is a fresh Solver's on the file.
+TEST(SqpSolver, SetBoundsOnEndEffectorTermsAndSetObstacle) {
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<std::string> ee = end_effector_constraint_overrides();
+  const problems::Problem arm = load_config("iiwa14_reach", ee);
+  SolverOptions o = sqp_options(arm);
+  o.hessian = Hessian::GaussNewton;
+  Solver s(arm, o);
+  s.set_bounds("workspace", std::vector<double>{-0.8, -0.05, 0.1}, std::vector<double>{0.58, 0.9, inf});
+  s.set_bounds("floor", std::vector<double>{0.3}, std::vector<double>{inf});
+  s.solve();
+  ee.push_back("constraints[0].min=0.3");
+  ee.push_back("constraints[1].lower=[-0.8, -0.05, 0.1]");
+  const solver::Solution want = solve_from(load_config("iiwa14_reach", ee), o);
+  expect_same_solve(s.solution(), want);
+  EXPECT_GT(want.z.size(), solve_from(arm, o).z.size());
+
+  const problems::Problem uni = load_config("unicycle_obstacles");
+  Solver u(uni, sqp_options(uni));
+  u.set_obstacle("rock", {1.6, 0.3}, 0.45);
+  u.solve();
+  expect_same_solve(u.solution(), solve_from(load_config("unicycle_obstacles", {"constraints[1].center=[1.6, 0.3]",
+                                                                                  "constraints[1].radius=0.45"}),
+                                             sqp_options(uni)));
+  const auto* rock = dynamic_cast<const problems::CircleObstacle*>(uni.constraints[1].get());
+  ASSERT_NE(rock, nullptr);
+  EXPECT_EQ(rock->radius(), 0.5);  // the Problem keeps its obstacle
+}
+
+// Refusals leave the solver as it was: its next solve is the untouched solver's.
+TEST(SqpSolver, SetBoundsRefusesMistakesAndChangesNothing) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const problems::Problem p = load_config("iiwa14_reach", end_effector_constraint_overrides());
+  SolverOptions o = sqp_options(p);
+  o.hessian = Hessian::GaussNewton;
+  Solver s(p, o);
+  using V = std::vector<double>;
+  const auto refused = [&](std::string_view name, const V& lo, const V& hi, const std::string& says) {
+    try {
+      s.set_bounds(name, lo, hi);
+      ADD_FAILURE() << "taken: " << name;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  refused("nope", V{0.0}, V{inf}, "no constraint named 'nope'");
+  refused("floor", V{0.3}, V{1.0}, "end_effector_height");
+  refused("floor", V{-inf}, V{inf}, "z_min");
+  refused("floor", V{nan}, V{inf}, "z_min");
+  refused("workspace", V{-0.8, 0.0}, V{0.5, 0.9}, "expected 3 lower and 3 upper values");
+  refused("workspace", V{-0.8, inf, 0.1}, V{0.58, 0.9, inf}, "workspace");
+  refused("workspace", V{0.9, -inf, 0.1}, V{0.58, 0.9, inf}, "workspace");  // lower > upper
+  refused("workspace", V{-0.8, nan, 0.1}, V{0.58, 0.9, inf}, "workspace");
+  EXPECT_THROW(s.set_obstacle("floor", {0.0, 0.0}, 1.0), std::invalid_argument);
+  EXPECT_THROW(s.set_obstacle("nope", {0.0, 0.0}, 1.0), std::invalid_argument);
+  s.solve();
+  expect_same_solve(s.solution(), solve_from(p, o));
+
+  const problems::Problem c = load_config("cartpole_swingup");
+  Solver t(c, sqp_options(c));
+  EXPECT_THROW(t.set_bounds("force_limit", V{-1.0, -1.0}, V{1.0, 1.0}), std::invalid_argument);
+  EXPECT_THROW(t.set_bounds("force_limit", V{inf}, V{inf}), std::invalid_argument);
+  EXPECT_THROW(t.set_bounds("force_limit", V{-1.0}, V{-inf}), std::invalid_argument);
+  const problems::Problem uni = load_config("unicycle_obstacles");
+  Solver u(uni, sqp_options(uni));
+  EXPECT_THROW(u.set_obstacle("rock", {nan, 0.0}, 0.5), std::invalid_argument);
+  EXPECT_THROW(u.set_obstacle("rock", {1.0, 0.0}, 0.0), std::invalid_argument);
+  EXPECT_THROW(u.set_bounds("rock", V{0.0}, V{1.0}), std::invalid_argument);  // no bounds to set
 }
 
 TEST(SqpSolver, RealTimeIterationTakesOneStepPerCall) {

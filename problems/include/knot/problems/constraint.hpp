@@ -13,6 +13,7 @@
 
 #include <array>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "knot/problems/model.hpp"
@@ -40,6 +41,9 @@ class ConstraintTerm {
   virtual bool uses_control() const = 0;
   bool active(int k, int N) const;
   virtual int dim() const = 0;
+  // The most rows the term can have at a knot: dim() for most terms; a box's or end-effector box's
+  // bounds may become finite or infinite (set_bounds), so theirs is that of every bound finite.
+  virtual int max_dim() const { return dim(); }
 
   virtual void evaluate(const StagePoint& p, double* g) const = 0;
   // g, gx = dg/dx (dim x nx) and gu = dg/du (dim x nu, may be null when !uses_control()), column-major.
@@ -71,6 +75,11 @@ class ControlBox final : public ConstraintTerm {
   void jacobian(const StagePoint& p, double* g, double* gx, double* gu) const override;
   bool add_curvature(const StagePoint&, const double*, double*, int) const override { return true; }  // linear
   const BoxBounds* box() const override { return &box_; }
+  int max_dim() const override { return 2 * nu_; }
+  // New bounds, one lower and one upper value per control (checked as the constructor checks them);
+  // a bound may become finite or infinite (a row added or removed: dim() follows). Throws
+  // std::invalid_argument, the term unchanged, otherwise. Allocates nothing unless it throws.
+  void set_bounds(std::span<const double> lower, std::span<const double> upper);
 
  private:
   int nu_;
@@ -87,6 +96,9 @@ class StateBox final : public ConstraintTerm {
   void jacobian(const StagePoint& p, double* g, double* gx, double* gu) const override;
   bool add_curvature(const StagePoint&, const double*, double*, int) const override { return true; }  // linear
   const BoxBounds* box() const override { return &box_; }
+  int max_dim() const override { return 2 * static_cast<int>(box_.index.size()); }
+  // New bounds, one lower and one upper value per bounded entry, as ControlBox::set_bounds.
+  void set_bounds(std::span<const double> lower, std::span<const double> upper);
 
  private:
   int nx_;
@@ -161,16 +173,21 @@ class EndEffectorBox final : public ConstraintTerm {
   const std::array<double, 3>& lower() const { return lower_; }
   const std::array<double, 3>& upper() const { return upper_; }
   // Row r bounds axis |rows()[r]| - 1 from above (> 0) or below (< 0).
-  const std::vector<int>& rows() const { return rows_; }
-  // New bounds on the same rows: each finite exactly where the term's is (a row per finite bound),
-  // lower <= upper, no NaN. Throws std::invalid_argument, the term unchanged, otherwise.
+  std::span<const int> rows() const { return {rows_.data(), static_cast<std::size_t>(n_rows_)}; }
+  int max_dim() const override { return 6; }
+  // New bounds, checked as the constructor checks them: lower <= upper, no NaN, each finite or the
+  // matching infinity. A bound may become finite or infinite (rows() and dim() follow: a row per
+  // finite bound). Throws std::invalid_argument, the term unchanged, otherwise. Allocates nothing
+  // unless it throws.
   void set_bounds(const std::array<double, 3>& lower, const std::array<double, 3>& upper);
 
  private:
   std::shared_ptr<const Model> model_;
   int frame_;
   std::array<double, 3> offset_, lower_, upper_;
-  std::vector<int> rows_;  // +-(axis+1) per finite bound
+  void lay_out_rows();         // rows_ from the bounds
+  std::array<int, 6> rows_{};  // +-(axis+1) per finite bound: the first n_rows_ (fixed storage, so
+  int n_rows_ = 0;             // set_bounds never allocates, in a copy too)
 };
 
 class StateEquality final : public ConstraintTerm {

@@ -16,8 +16,8 @@
 // of knot::solver_cuda (BatchOptions::cuda_engine); never a CPU solve reported as cuda.
 //
 // Construction allocates everything (the pool's threads included); solve(), set_initial_state(),
-// set_reference() with an unchanged shape, set_bounds(), set_initial_guess(), set_warm_start() and shift() allocate
-// nothing. One BatchSolver is driven from one thread at a time; separate BatchSolvers are independent.
+// set_reference() with an unchanged shape, set_bounds(), set_obstacle(), set_initial_guess(),
+// set_warm_start() and shift() allocate nothing. One BatchSolver is driven from one thread at a time; separate BatchSolvers are independent.
 #pragma once
 
 #include <array>
@@ -119,11 +119,12 @@ class BatchSolver {
   void set_reference(int i, std::string_view cost_name, const problems::Reference& ref);
   // New bounds for problem i's control_box or state_box term `constraint_name` (one lower and one
   // upper value per entry of the term, in its order), end_effector_box term (three each: the
-  // point's x, y, z) or end_effector_height term (lower = {z_min}, upper = {inf}). The constraint
-  // rows are laid out at creation, one per finite bound, so a bound must stay finite where the
-  // problem's is finite and keep its infinity where it is infinite; lower <= upper, no NaN. Throws
-  // std::invalid_argument otherwise or for an unknown name. Allocates nothing; takes effect at the
-  // next solve.
+  // point's x, y, z) or end_effector_height term (lower = {z_min}, finite; upper = {inf}). lower <=
+  // upper, no NaN, an infinite lower is -inf and an infinite upper +inf; std::invalid_argument
+  // otherwise or for an unknown name. Takes effect at the next solve; allocates nothing. A bound may
+  // become finite or infinite (a constraint row added or removed): problem i's rows are laid out
+  // again (Solver::set_bounds on the solvers path, whose next solve then starts cold from the current
+  // iterate; the device path starts every solve so).
   void set_bounds(int i, std::string_view constraint_name, std::span<const double> lower,
                   std::span<const double> upper);
   // Moves problem i's circle_obstacle term `constraint_name`: a finite center, a finite radius > 0.

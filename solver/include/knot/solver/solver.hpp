@@ -99,6 +99,19 @@ class Solver {
   // cost without a reference, or a wrong dim. The cost terms are shared with the Problem the solver
   // was built from, which sees the change too.
   void set_reference(std::string_view cost_name, const problems::Reference& ref);
+  // New bounds for the constraint term `constraint_name`: a control_box or state_box (one lower and
+  // one upper value per entry, in its order), an end_effector_box (three each: the point's x, y, z)
+  // or an end_effector_height (lower = {z_min}, finite; upper = {inf}); lower <= upper, no NaN, each
+  // bound finite or the matching infinity. A bound may become finite or infinite: its row is added
+  // or removed, and the next solve starts cold from the current iterate (the multipliers and slacks
+  // belonged to the old rows); otherwise a warm start stays. Allocates nothing (storage for every
+  // bound's row is reserved at construction). Throws std::invalid_argument, nothing changed, for an
+  // unknown name, another term type, or bounds the term refuses. The bounded terms are the solver's
+  // own copies: the Problem it was built from keeps its bounds.
+  void set_bounds(std::string_view constraint_name, std::span<const double> lower, std::span<const double> upper);
+  // Moves the circle_obstacle term `constraint_name` (a finite center, a finite radius > 0; the row
+  // stays). Allocates nothing; throws std::invalid_argument, nothing changed, otherwise.
+  void set_obstacle(std::string_view constraint_name, std::array<double, 2> center, double radius);
   // Another model for the next solves, of the same type and shape (problems::with_parameters makes
   // one with other parameters); the iterate and the terms stay. Throws std::invalid_argument with
   // problems::model_swap_refusal's reason (another shape, end-effector terms, expression terms on an

@@ -359,15 +359,17 @@ KNOT_HD_NOINLINE bool knot_hessian(const BatchProblem& P, const unsigned char* a
     for (int t = 0; t < terms; ++t) {
       const RowRecord& c = rec[t];
       if (!stage_applies(c.stages, k, N) || (c.uses_control && k >= N)) continue;
+      const int rows_here = record_rows(c, slice);
       if (c.kind == RowKind::CircleObstacle) {  // CircleObstacle::add_curvature: -2 z on the position
         const int* index = arena_at<int>(arena, c.index);
         const double z = double(mult[row] * mult_scale);
         for (int e = 0; e < 2; ++e) H[at(index[e], index[e])] += -2.0 * z;
       } else if (c.kind == RowKind::EndEffector) {  // EndEffectorBox / EndEffectorHeight::add_curvature
-        const int* index = arena_at<int>(arena, c.index);
+        int codes[6];
+        end_effector_codes(slice + c.lower, slice + c.upper, codes);
         double cw[3] = {0.0, 0.0, 0.0};
-        for (int e = 0; e < c.rows; ++e) {
-          const int code = index[e], a = (code > 0 ? code : -code) - 1;
+        for (int e = 0; e < rows_here; ++e) {
+          const int code = codes[e], a = (code > 0 ? code : -code) - 1;
           const double m = double(mult[row + e] * mult_scale);
           cw[a] += code > 0 ? m : -m;
         }
@@ -390,7 +392,7 @@ KNOT_HD_NOINLINE bool knot_hessian(const BatchProblem& P, const unsigned char* a
         for (int b = 0; b < tt.n_inputs; ++b)
           for (int a = 0; a < tt.n_inputs; ++a) H[at(in[a], in[b])] += h[a + std::size_t(b) * tt.n_inputs];
       }
-      row += c.rows;  // boxes and state equalities are linear
+      row += rows_here;  // boxes and state equalities are linear
     }
   }
 

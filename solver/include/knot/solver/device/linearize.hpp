@@ -19,7 +19,8 @@
 // does under hessian exact.
 //
 // Operands (LqView's layout, lq.hpp): x (N+1) x nx, u N x nu, both knot after knot; ineq_value
-// P.n_ineq, ineq_jac P.n_ineq x (nx + nu), eq_value P.n_eq, eq_jac P.n_eq x (nx + nu); knot_costs
+// P.n_ineq, ineq_jac P.n_ineq x (nx + nu), eq_value P.n_eq, eq_jac P.n_eq x (nx + nu) (the slice's
+// row_offsets place the problem's rows at their front); knot_costs
 // N + 1. work: min(g.size(), N + 1) * linearize_work_size(P, exact) scalars, member r using the
 // part at r * linearize_work_size(P, exact), exact = (hessian != null).
 #pragma once
@@ -66,8 +67,8 @@ KNOT_HD_NOINLINE bool linearize(G& g, const BatchProblem& P, const unsigned char
   const std::size_t nn = std::size_t(nx) * nx, uu = std::size_t(nu) * nu, ux = std::size_t(nu) * nx;
   T* x_next = work + std::size_t(g.rank()) * linearize_work_size<T>(P, hessian != nullptr);
   T* scratch = x_next + nx;
-  const int* ioff = row_offsets(P, arena, ConstraintSet::Inequality);
-  const int* eoff = row_offsets(P, arena, ConstraintSet::Equality);
+  const RowOffsets ioff = row_offsets(P, slice, ConstraintSet::Inequality);
+  const RowOffsets eoff = row_offsets(P, slice, ConstraintSet::Equality);
   for (int k = g.rank(); k <= N; k += g.size()) {
     const bool running = k < N;
     const T* xk = x + std::size_t(k) * nx;

@@ -110,13 +110,15 @@ struct CostRecord {
 
 // One constraint term. `index` (count ints in the arena) are the entries of x or u it bounds;
 // `lower`, `upper` (count doubles each) are in the slice, for state_equality `lower` is the target.
-// rows: the rows it adds at a knot where it is active (one per finite bound; count for equality).
+// rows: the most rows it adds at a knot where it is active. Boxes and end-effector row sets add one
+// per finite bound of the problem's own slice (record_rows), so rows is that of every bound finite
+// (2 count; six; a height's one); the other kinds add exactly rows (count for equality).
 // An expression constraint has `tape` (its TermTape) and `index` (rows ExprRow) in the arena, and
 // its bounds in those rows. A circle obstacle (one row, r^2 - |p - c|^2) has the two state entries
 // of the planar position p at `index`, its center c at `lower` (2) and its radius r at `upper` (1).
 // An end-effector row set (end_effector_box; end_effector_height is its one row z_min - p_z) has
-// the point on `body` at `in_body` (body coordinates), one code per row at `index` (+(a + 1): p_a -
-// upper_a, -(a + 1): lower_a - p_a) and the three lower and three upper bounds at `lower`, `upper`.
+// the point on `body` at `in_body` (body coordinates) and the three lower and three upper bounds at
+// `lower`, `upper`; its rows follow from those bounds (end_effector_codes).
 struct RowRecord {
   RowKind kind = RowKind::StateBox;
   Stages stages = Stages::All;
@@ -147,8 +149,12 @@ struct BatchProblem {
   int n_costs = 0;
   std::size_t ineq_terms = 0, eq_terms = 0;  // RowRecord arrays, problem order within each kind
   int n_ineq_terms = 0, n_eq_terms = 0;
-  std::size_t ineq_offset = 0, eq_offset = 0;  // N + 2 ints each: first row of knot k, total at N + 1
-  int n_ineq = 0, n_eq = 0;                    // rows in all
+  // The row layout of each kind is the problem's own (set_slice_bounds may make a bound finite or
+  // infinite): N + 2 doubles each in the slice, knot k's first row at [k] and the total at [N + 1]
+  // (row_offsets reads them). n_ineq, n_eq: the most rows in all, every bound finite (the arrays'
+  // sizes; a problem uses the first row_offsets(...)[N + 1] of them).
+  std::size_t ineq_layout = 0, eq_layout = 0;
+  int n_ineq = 0, n_eq = 0;
   std::size_t term_work = 0;  // scalars of the largest expression term's scratch (term_work_scalars)
   std::size_t arena_bytes = 0;
   std::size_t slice_size = 0;  // doubles per problem
@@ -187,8 +193,9 @@ void set_slice_reference(const BatchProblemData& d, double* slice, std::string_v
                          std::span<const double> ref);
 // A control_box or state_box term (model_limits: its `<name>_state` / `<name>_control` terms): one
 // value per bounded entry; an end-effector term (end_effector_box, end_effector_height): three, the
-// point's x, y, z (a height is a box bounding z from below). A bound must stay finite where the
-// compiled one is finite and infinite where it is infinite (the row layout is fixed at compilation).
+// point's x, y, z (a height is a box bounding z from below: its x, y and upper z stay infinite). A
+// bound may become finite or infinite (a row added or removed): the slice's inequality row layout
+// is laid out again. lower <= upper, no NaN, no lower +inf or upper -inf.
 void set_slice_bounds(const BatchProblemData& d, double* slice, std::string_view constraint,
                       std::span<const double> lower, std::span<const double> upper);
 // A circle_obstacle term's center and radius (finite, radius > 0).
@@ -958,6 +965,56 @@ KNOT_HD_NOINLINE T knot_cost(const BatchProblem& P, const unsigned char* arena, 
   return cost;
 }
 
+// An end-effector row set's rows from its bounds (lo, hi: three each): one code per finite bound,
+// in EndEffectorBox's order (per axis the upper's row, +(a + 1): p_a - hi_a, then the lower's,
+// -(a + 1): lo_a - p_a). Returns their number (at most 6).
+KNOT_HD int end_effector_codes(const double* lo, const double* hi, int* codes) {
+  int n = 0;
+  for (int a = 0; a < 3; ++a) {
+    if (detail::finite(hi[a])) codes[n++] = a + 1;
+    if (detail::finite(lo[a])) codes[n++] = -(a + 1);
+  }
+  return n;
+}
+
+// The rows record c adds at a knot where it is active, with the bounds of this slice.
+KNOT_HD int record_rows(const RowRecord& c, const double* slice) {
+  if (c.kind != RowKind::ControlBox && c.kind != RowKind::StateBox && c.kind != RowKind::EndEffector) return c.rows;
+  const int n = c.kind == RowKind::EndEffector ? 3 : c.count;
+  int rows = 0;
+  for (int i = 0; i < n; ++i)
+    rows += (detail::finite(slice[c.upper + i]) ? 1 : 0) + (detail::finite(slice[c.lower + i]) ? 1 : 0);
+  return rows;
+}
+
+// Writes the row layout of one kind (N + 2 values: knot k's first row at [k], the total at [N + 1])
+// from the records and this slice's bounds: the active terms in problem order, as Solver's
+// layout_rows counts ConstraintTerm::dim().
+template <class V>
+KNOT_HD void layout_rows(const BatchProblem& P, const unsigned char* arena, const double* slice, ConstraintSet kind,
+                         V* offsets) {
+  const bool ineq = kind == ConstraintSet::Inequality;
+  const RowRecord* rec = arena_at<RowRecord>(arena, ineq ? P.ineq_terms : P.eq_terms);
+  const int terms = ineq ? P.n_ineq_terms : P.n_eq_terms;
+  int row = 0;
+  offsets[0] = V(0);
+  for (int k = 0; k <= P.N; ++k) {
+    for (int t = 0; t < terms; ++t)
+      if (stage_applies(rec[t].stages, k, P.N) && !(rec[t].uses_control && k >= P.N)) row += record_rows(rec[t], slice);
+    offsets[k + 1] = V(row);
+  }
+}
+
+// A kind's row offsets in a problem's slice (BatchProblem::ineq_layout, eq_layout).
+struct RowOffsets {
+  const double* v = nullptr;
+  KNOT_HD int operator[](int k) const { return int(v[k]); }
+};
+
+KNOT_HD RowOffsets row_offsets(const BatchProblem& P, const double* slice, ConstraintSet kind) {
+  return RowOffsets{slice + (kind == ConstraintSet::Inequality ? P.ineq_layout : P.eq_layout)};
+}
+
 // Rows of one kind at knot k, as the host Solver lays them out (evaluate_rows): the active terms in
 // problem order, box rows per entry `v - hi` (finite hi) then `lo - v` (finite lo). g receives the
 // knot's rows (row offset[k] onwards of the kind's values) and jac, when not null, their Jacobian
@@ -978,12 +1035,13 @@ KNOT_HD_NOINLINE int knot_rows(const BatchProblem& P, const unsigned char* arena
     const int* index = arena_at<int>(arena, c.index);
     const double* lo = slice + c.lower;
     const double* hi = slice + c.upper;
+    const int rows = record_rows(c, slice);
     if (jac != nullptr)
-      for (std::size_t e = std::size_t(row) * nw; e < std::size_t(row + c.rows) * nw; ++e) jac[e] = T(0.0);
+      for (std::size_t e = std::size_t(row) * nw; e < std::size_t(row + rows) * nw; ++e) jac[e] = T(0.0);
     if (c.kind == RowKind::Expression) {
       detail::expression_rows(P, arena, c, x_k, u_k, g + row, jac != nullptr ? jac + std::size_t(row) * nw : nullptr,
                               work);
-      row += c.rows;
+      row += rows;
       continue;
     }
     if (c.kind == RowKind::EndEffector) {  // Manipulator::frame_position, then EndEffectorBox::jacobian
@@ -999,15 +1057,17 @@ KNOT_HD_NOINLINE int knot_rows(const BatchProblem& P, const unsigned char* arena
         for (int e = 0; e < 3 * nx; ++e) J[e] = T(0.0);
         robot::point_jacobian(rd, wsp, c.body, pos, J, 3);
       }
-      for (int rr = 0; rr < c.rows; ++rr) {
-        const int code = index[rr], a = (code > 0 ? code : -code) - 1;
+      int codes[6];
+      end_effector_codes(lo, hi, codes);
+      for (int rr = 0; rr < rows; ++rr) {
+        const int code = codes[rr], a = (code > 0 ? code : -code) - 1;
         g[row + rr] = code > 0 ? pos[a] - T(hi[a]) : T(lo[a]) - pos[a];
         if (jac != nullptr) {
           const T sign = T(code > 0 ? 1.0 : -1.0);
           for (int j = 0; j < nx; ++j) jac[std::size_t(row + rr) * nw + j] = sign * J[a + 3 * std::size_t(j)];
         }
       }
-      row += c.rows;
+      row += rows;
       continue;
     }
     if (c.kind == RowKind::CircleObstacle) {  // CircleObstacle::jacobian's arithmetic
@@ -1018,7 +1078,7 @@ KNOT_HD_NOINLINE int knot_rows(const BatchProblem& P, const unsigned char* arena
         jac[std::size_t(row) * nw + index[0]] = T(-2.0) * dx;
         jac[std::size_t(row) * nw + index[1]] = T(-2.0) * dy;
       }
-      row += c.rows;
+      row += rows;
       continue;
     }
     const T* v = c.kind == RowKind::ControlBox ? u_k : x_k;
@@ -1043,14 +1103,9 @@ KNOT_HD_NOINLINE int knot_rows(const BatchProblem& P, const unsigned char* arena
         ++r;
       }
     }
-    row += c.rows;
+    row += rows;
   }
   return row;
-}
-
-// The row offsets of a kind (N + 2 ints: knot k's first row, the total at N + 1).
-KNOT_HD const int* row_offsets(const BatchProblem& P, const unsigned char* arena, ConstraintSet kind) {
-  return arena_at<int>(arena, kind == ConstraintSet::Inequality ? P.ineq_offset : P.eq_offset);
 }
 
 }  // namespace knot::solver::device

@@ -160,7 +160,8 @@ KNOT_HD std::size_t work_block_size(const BatchProblem& P, const DeviceOptions& 
 // One problem's arrays, carved from one block of scalars (size / carve below).
 template <class T>
 struct SqpArrays {
-  int nx = 0, nu = 0, N = 0, m_ineq = 0, m_eq = 0, max_iter = 0;
+  int nx = 0, nu = 0, N = 0, max_iter = 0;
+  int m_ineq = 0, m_eq = 0;  // rows the arrays hold (P.n_ineq, P.n_eq); a problem uses its layout's
   int trials = 1;  // resolved (1..kMaxTrials): the trial arrays hold that many points
   // Iterate (Solution's layout)
   T *x, *u, *lambda, *z, *s, *y;
@@ -312,14 +313,15 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
   using detail::abs_;
   using detail::max_;
   using detail::min_;
-  const int nx = a.nx, nu = a.nu, N = a.N, nw = nx + nu, mi = a.m_ineq, me = a.m_eq;
+  const RowOffsets ioff = row_offsets(P, slice, ConstraintSet::Inequality);
+  const RowOffsets eoff = row_offsets(P, slice, ConstraintSet::Equality);
+  // This problem's rows (its slice's layout), at most the arrays' a.m_ineq and a.m_eq.
+  const int nx = a.nx, nu = a.nu, N = a.N, nw = nx + nu, mi = ioff[N + 1], me = eoff[N + 1];
   const int nxs = (N + 1) * nx, nus = N * nu;
   const int rank = g.rank(), gs = g.size();
   const T eps = T(2.220446049250313e-16);
   T* my_work = a.work + std::size_t(rank) * member_work_size<T>(P);
   const double* x0 = slice + P.x0;
-  const int* ioff = arena_at<int>(arena, P.ineq_offset);
-  const int* eoff = arena_at<int>(arena, P.eq_offset);
 
   DeviceResult res;  // every member's copy; rank 0's is written out
   res.status = Status::NotRun;
@@ -533,7 +535,7 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
       const T* dx = a.step.x_k(k);
       const T* du = k < N ? a.step.u_k(k) : nullptr;
       for (int pass = 0; pass < 2; ++pass) {
-        const int* off = pass == 0 ? ioff : eoff;
+        const RowOffsets off = pass == 0 ? ioff : eoff;
         const T* jac = pass == 0 ? a.ineq_jac : a.eq_jac;
         T* out = pass == 0 ? a.ineq_jdw : a.eq_jdw;
         for (int i = off[k]; i < off[k + 1]; ++i) {
