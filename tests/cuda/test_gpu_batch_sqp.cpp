@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <filesystem>
 #include <initializer_list>
 #include <memory>
@@ -299,16 +300,24 @@ TEST(GpuBatchSqp, NanInOneProblemLeavesTheOthersUnchanged) {
   }
 }
 
-TEST(GpuBatchSqp, BatchSolverCudaBackendMatchesItsCpuDevicePath) {
-  if (!gpu().usable) GTEST_SKIP() << "no usable GPU: " << gpu().reason;
-  const problems::Problem p = load("cartpole_swingup");
+// B problems of p on the cpu device path and on the cuda backend.
+struct CpuAndGpu {
+  solver::BatchSolver cpu, gpu;
+};
+CpuAndGpu cpu_and_gpu(const problems::Problem& p, int B) {
   solver::BatchOptions o;
   o.solver = device_fit(p);
   o.path = solver::BatchPath::Device;
-  solver::BatchSolver cpu(p, 4, o);
+  solver::BatchSolver cpu(p, B, o);
   o.backend = solver::BatchBackend::Cuda;
   o.cuda_engine = solver::cuda::make_cuda_engine;
-  solver::BatchSolver gpu_batch(p, 4, o);
+  return {std::move(cpu), solver::BatchSolver(p, B, o)};
+}
+
+TEST(GpuBatchSqp, BatchSolverCudaBackendMatchesItsCpuDevicePath) {
+  if (!gpu().usable) GTEST_SKIP() << "no usable GPU: " << gpu().reason;
+  const problems::Problem p = load("cartpole_swingup");
+  auto [cpu, gpu_batch] = cpu_and_gpu(p, 4);
   const auto x0 = starts(p, 4);
   for (int i = 0; i < 4; ++i) {
     cpu.set_initial_state(i, x0[std::size_t(i)]);
@@ -334,13 +343,7 @@ TEST(GpuBatchSqp, PerProblemModelsMatchTheCpuDevicePath) {
   const problems::Problem expression = problems::load_problem(expr);
   for (const problems::Problem* p : {&built_in, &expression}) {
     const std::string change = p == &built_in ? "cart_mass" : "pole_mass";
-    solver::BatchOptions o;
-    o.solver = device_fit(*p);
-    o.path = solver::BatchPath::Device;
-    solver::BatchSolver cpu(*p, 3, o);
-    o.backend = solver::BatchBackend::Cuda;
-    o.cuda_engine = solver::cuda::make_cuda_engine;
-    solver::BatchSolver gpu_batch(*p, 3, o);
+    auto [cpu, gpu_batch] = cpu_and_gpu(*p, 3);
     for (solver::BatchSolver* b : {&cpu, &gpu_batch}) b->set_model_parameters(1, {{change, {0.3}}});
     EXPECT_EQ(cpu.solve(), gpu_batch.solve());
     for (int i = 0; i < 3; ++i) {
@@ -359,13 +362,7 @@ TEST(GpuBatchSqp, PerProblemModelsMatchTheCpuDevicePath) {
 TEST(GpuBatchSqp, BoundsThatAddOrRemoveRowsMatchTheCpuDevicePath) {
   if (!gpu().usable) GTEST_SKIP() << "no usable GPU: " << gpu().reason;
   const problems::Problem p = load("cartpole_swingup");
-  solver::BatchOptions o;
-  o.solver = device_fit(p);
-  o.path = solver::BatchPath::Device;
-  solver::BatchSolver cpu(p, 3, o);
-  o.backend = solver::BatchBackend::Cuda;
-  o.cuda_engine = solver::cuda::make_cuda_engine;
-  solver::BatchSolver gpu_batch(p, 3, o);
+  auto [cpu, gpu_batch] = cpu_and_gpu(p, 3);
   const double inf = std::numeric_limits<double>::infinity();
   const std::vector<double> lo = {-80.0}, hi = {80.0}, open_lo = {-inf}, open_hi = {inf};
   for (int round = 0; round < 2; ++round) {
@@ -380,7 +377,9 @@ TEST(GpuBatchSqp, BoundsThatAddOrRemoveRowsMatchTheCpuDevicePath) {
           << "round " << round << ", problem " << i;
       EXPECT_EQ(cpu.solution(i).z.size(), gpu_batch.solution(i).z.size()) << "round " << round << ", problem " << i;
     }
-    if (round == 0) EXPECT_LT(gpu_batch.solution(1).z.size(), gpu_batch.solution(0).z.size());
+    if (round == 0) {
+      EXPECT_LT(gpu_batch.solution(1).z.size(), gpu_batch.solution(0).z.size());
+    }
   }
 }
 

@@ -304,6 +304,15 @@ TEST(BatchSolver, CudaBackendIsAClearError) {
   }
 }
 
+// Three problems of p with options `so` on `path`, on `threads` threads.
+BatchSolver batch_on(const problems::Problem& p, const solver::SolverOptions& so, solver::BatchPath path, int threads) {
+  BatchOptions o;
+  o.threads = threads;
+  o.solver = so;
+  o.path = path;
+  return BatchSolver(p, 3, o);
+}
+
 // set_bounds on the end-effector terms (iiwa14_reach with test_sqp_common.hpp's floor height and
 // workspace box): problem 1's floor raised, problem 2's box narrowed in x, on both paths; each
 // solution is a Solver's on the file given those values (bitwise on the solvers path, to 1e-9 on the
@@ -332,11 +341,7 @@ TEST(BatchSolver, EndEffectorBoundsPerProblem) {
   ASSERT_NE(want[2].cost, want[0].cost);
   for (const solver::BatchPath path : {solver::BatchPath::Solvers, solver::BatchPath::Device}) {
     SCOPED_TRACE(solver::to_string(path));
-    BatchOptions o;
-    o.threads = 1;
-    o.solver = so;
-    o.path = path;
-    BatchSolver batch(p, 3, o);
+    BatchSolver batch = batch_on(p, so, path, 1);
     ASSERT_EQ(batch.path(), path);
     batch.set_bounds(1, "floor", floor_lo, floor_hi);
     batch.set_bounds(2, "workspace", box_lo, box_hi);
@@ -432,11 +437,7 @@ TEST(BatchSolver, BoundsThatAddOrRemoveRows) {
     ASSERT_NE(first[2].z.size(), first[0].z.size());
     for (const solver::BatchPath path : {solver::BatchPath::Solvers, solver::BatchPath::Device}) {
       SCOPED_TRACE(solver::to_string(path));
-      BatchOptions o;
-      o.threads = 2;
-      o.solver = so;
-      o.path = path;
-      BatchSolver batch(p, 3, o);
+      BatchSolver batch = batch_on(p, so, path, 2);
       ASSERT_EQ(batch.path(), path);
       batch.set_bounds(1, term, c.one.lower, c.one.upper);
       batch.set_bounds(2, term, c.two.lower, c.two.upper);
