@@ -5,6 +5,7 @@
     solver = knot.Solver(problem, linsys="riccati", max_iter=50)
     status = solver.solve()                  # knot.Status.Solved
     x, u = solver.solution.x, solver.solution.u   # (N+1, nx), (N, nu): views of the solver's memory
+    batch = knot.BatchSolver(problem, 64)    # 64 problems of this structure on every core
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import os
 from typing import Any, Mapping, Sequence, Union
 
 from ._knot import (  # noqa: F401
+    BatchSolver,
     ClosedLoop,
     Error,
     Problem,
@@ -25,7 +27,7 @@ from ._knot import (  # noqa: F401
 )
 from . import _knot
 
-__all__ = ["ClosedLoop", "Error", "Problem", "Solution", "Solver", "Status", "load", "load_string", "option_names"]
+__all__ = ["BatchSolver", "ClosedLoop", "Error", "Problem", "Solution", "Solver", "Status", "load", "load_string", "option_names"]
 
 Overrides = Union[Mapping[str, Any], Sequence[str], None]
 

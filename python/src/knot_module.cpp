@@ -27,6 +27,7 @@
 #include "knot/problems/loader.hpp"
 #include "knot/problems/problem.hpp"
 #include "knot/problems/registry.hpp"
+#include "knot/solver/batch.hpp"
 #include "knot/solver/closed_loop.hpp"
 #include "knot/solver/options.hpp"
 #include "knot/solver/solver.hpp"
@@ -399,6 +400,89 @@ std::vector<std::string> control_names(const Problem& p) {
   return p.control_names.empty() && p.model ? p.model->control_names() : p.control_names;
 }
 
+// ---- conversions shared by Solver and BatchSolver
+
+// A Reference from one row (dim,) or one row per knot (rows, dim).
+problems::Reference reference_from(nb::handle ref, const std::string& what) {
+  nb::object arr = nb::module_::import_("numpy").attr("asarray")(ref);
+  const long ndim = nb::cast<long>(arr.attr("ndim"));
+  if (ndim != 1 && ndim != 2)
+    throw nb::value_error((what + ": expected a row (dim,) or one row per knot (rows, dim), found " +
+                           std::to_string(ndim) + " dimensions")
+                              .c_str());
+  std::vector<long> shape;
+  for (nb::handle d : nb::cast<nb::tuple>(arr.attr("shape"))) shape.push_back(nb::cast<long>(d));
+  FloatArray a = as_float_array(arr, what + ": ref", shape);
+  std::vector<double> values(a.data, a.data + a.size);
+  return ndim == 1 ? problems::Reference::constant(std::move(values))
+                   : problems::Reference::per_knot(static_cast<int>(shape[1]), std::move(values));
+}
+
+// One value per bounded entry: a number or a 1-d array.
+std::vector<double> float_row(nb::handle v, const std::string& what) {
+  nb::object arr = nb::module_::import_("numpy").attr("atleast_1d")(v);
+  if (nb::cast<long>(arr.attr("ndim")) != 1)
+    throw nb::value_error((what + ": expected one value per bounded entry, a 1-d array").c_str());
+  FloatArray a = as_float_array(arr, what, {nb::cast<long>(arr.attr("size"))});
+  return std::vector<double>(a.data, a.data + a.size);
+}
+
+// {'mass': 1.4, 'lengths': [..]} as the model's parameter changes (sizes checked against `model`).
+std::vector<problems::ModelParameter> parameter_changes(const problems::Model& model, nb::dict params) {
+  const std::vector<problems::ModelParameter> current = model.parameters();
+  std::vector<problems::ModelParameter> changes;
+  for (auto [key, value] : params) {
+    const std::string name = nb::cast<std::string>(nb::str(key));
+    std::vector<double> values;
+    if (nb::isinstance<nb::float_>(value) || nb::isinstance<nb::int_>(value)) {
+      values.push_back(nb::cast<double>(value));
+    } else {
+      long n = 1;  // an unknown name: with_parameters names it
+      for (const problems::ModelParameter& q : current)
+        if (q.name == name) n = static_cast<long>(q.values.size());
+      FloatArray a = as_float_array(value, "set_model_parameters: " + name, {n});
+      values.assign(a.data, a.data + a.size);
+    }
+    changes.emplace_back(name, std::move(values));
+  }
+  return changes;
+}
+
+// ---- the batch
+
+struct PyBatch {
+  PyBatch(const Problem& problem, int batch, const solver::BatchOptions& options) : batch(problem, batch, options) {}
+  solver::BatchSolver batch;
+  std::atomic<bool> busy{false};
+};
+
+solver::BatchOptions batch_options(const Problem& problem, int threads, const std::string& path,
+                                   const std::string& backend, const nb::kwargs& kwargs) {
+  solver::BatchOptions o;
+  o.threads = threads;
+  if (path == "auto") o.path = solver::BatchPath::Auto;
+  else if (path == "solvers") o.path = solver::BatchPath::Solvers;
+  else if (path == "device") o.path = solver::BatchPath::Device;
+  else throw nb::value_error(("BatchSolver: path: expected 'auto', 'solvers' or 'device', found '" + path + "'").c_str());
+  if (backend == "cpu") o.backend = solver::BatchBackend::Cpu;
+  else if (backend == "cuda") o.backend = solver::BatchBackend::Cuda;  // refused by the constructor: no engine here
+  else throw nb::value_error(("BatchSolver: backend: expected 'cpu' or 'cuda', found '" + backend + "'").c_str());
+  o.solver = make_options(problem, kwargs, "BatchSolver");
+  return o;
+}
+
+// (B, rows, cols) copies of one array of every problem's solution.
+nb::object batch_rows(const solver::BatchSolver& b, const std::vector<double> solver::Solution::*field, int rows,
+                      int cols) {
+  const std::size_t B = static_cast<std::size_t>(b.size()), n = static_cast<std::size_t>(rows) * cols;
+  std::vector<double> all(B * n);
+  for (std::size_t i = 0; i < B; ++i) {
+    const std::vector<double>& v = b.solution(static_cast<int>(i)).*field;
+    std::copy(v.begin(), v.end(), all.begin() + static_cast<std::ptrdiff_t>(i * n));
+  }
+  return copy_array(all.data(), {B, static_cast<std::size_t>(rows), static_cast<std::size_t>(cols)});
+}
+
 // ---- the closed loop
 
 struct PyClosedLoop {
@@ -697,22 +781,7 @@ NB_MODULE(_knot, m) {
           [](PySolver& s, nb::dict params) {
             Busy busy_guard(s.busy, "this Solver");
             const problems::Problem& p = s.solver.problem();
-            const std::vector<problems::ModelParameter> current = p.model->parameters();
-            std::vector<problems::ModelParameter> changes;
-            for (auto [key, value] : params) {
-              const std::string name = nb::cast<std::string>(nb::str(key));
-              std::vector<double> values;
-              if (nb::isinstance<nb::float_>(value) || nb::isinstance<nb::int_>(value)) {
-                values.push_back(nb::cast<double>(value));
-              } else {
-                long n = 1;  // an unknown name: with_parameters names it
-                for (const problems::ModelParameter& q : current)
-                  if (q.name == name) n = static_cast<long>(q.values.size());
-                FloatArray a = as_float_array(value, "set_model_parameters: " + name, {n});
-                values.assign(a.data, a.data + a.size);
-              }
-              changes.emplace_back(name, std::move(values));
-            }
+            const std::vector<problems::ModelParameter> changes = parameter_changes(*p.model, params);
             try {
               s.solver.set_model(problems::with_parameters(*p.model, changes));
             } catch (const std::invalid_argument& e) {
@@ -728,19 +797,7 @@ NB_MODULE(_knot, m) {
           "set_reference",
           [](PySolver& s, const std::string& cost, nb::handle ref) {
             Busy busy_guard(s.busy, "this Solver");
-            nb::object arr = nb::module_::import_("numpy").attr("asarray")(ref);
-            const long ndim = nb::cast<long>(arr.attr("ndim"));
-            if (ndim != 1 && ndim != 2)
-              throw nb::value_error(("set_reference: expected a row (dim,) or one row per knot (rows, dim), found " +
-                                     std::to_string(ndim) + " dimensions")
-                                        .c_str());
-            std::vector<long> shape;
-            for (nb::handle d : nb::cast<nb::tuple>(arr.attr("shape"))) shape.push_back(nb::cast<long>(d));
-            FloatArray a = as_float_array(arr, "set_reference: ref", shape);
-            std::vector<double> values(a.data, a.data + a.size);
-            s.solver.set_reference(
-                cost, ndim == 1 ? problems::Reference::constant(std::move(values))
-                                : problems::Reference::per_knot(static_cast<int>(shape[1]), std::move(values)));
+            s.solver.set_reference(cost, reference_from(ref, "set_reference"));
           },
           nb::sig("def set_reference(self, cost: str, ref: numpy.typing.ArrayLike) -> None"), "cost"_a, "ref"_a,
           "Replaces what the cost named `cost` tracks: one row (dim,) for every knot, or one row per knot "
@@ -749,15 +806,7 @@ NB_MODULE(_knot, m) {
           "set_bounds",
           [](PySolver& s, const std::string& constraint, nb::handle lower, nb::handle upper) {
             Busy busy_guard(s.busy, "this Solver");
-            const auto row = [](nb::handle v, const std::string& what) {
-              nb::object arr = nb::module_::import_("numpy").attr("atleast_1d")(v);
-              if (nb::cast<long>(arr.attr("ndim")) != 1)
-                throw nb::value_error((what + ": expected one value per bounded entry, a 1-d array").c_str());
-              FloatArray a = as_float_array(arr, what, {nb::cast<long>(arr.attr("size"))});
-              return std::vector<double>(a.data, a.data + a.size);
-            };
-            const std::vector<double> lo = row(lower, "set_bounds: lower"), hi = row(upper, "set_bounds: upper");
-            s.solver.set_bounds(constraint, lo, hi);
+            s.solver.set_bounds(constraint, float_row(lower, "set_bounds: lower"), float_row(upper, "set_bounds: upper"));
           },
           nb::sig("def set_bounds(self, constraint: str, lower: numpy.typing.ArrayLike, upper: numpy.typing.ArrayLike) "
                   "-> None"),
@@ -890,6 +939,157 @@ NB_MODULE(_knot, m) {
       },
       "solver"_a, "calls"_a,
       "Seconds per call of `calls` solve() calls timed in C++, for the binding's overhead (scripts/bench_python.py).");
+
+  nb::class_<PyBatch>(m, "BatchSolver",
+                      "B problems of one Problem's structure solved at once on the CPU's cores (the C++ "
+                      "knot::solver::BatchSolver): each problem its own initial state, references, bounds, "
+                      "obstacles and model parameters. threads: worker threads (0: every core); path: 'auto' "
+                      "(B Solvers), 'solvers' or 'device' (the GPU's code on the CPU); backend 'cuda' needs the "
+                      "knot CLI or C++ (this module has no CUDA engine). Other keywords set SolverOptions as "
+                      "for Solver. Everything is allocated here; solve() allocates nothing.")
+      .def(
+          "__init__",
+          [](PyBatch* self, const Problem& problem, int batch, int threads, const std::string& path,
+             const std::string& backend, nb::kwargs kwargs) {
+            new (self) PyBatch(problem, batch, batch_options(problem, threads, path, backend, kwargs));
+          },
+          "problem"_a, "batch"_a, "threads"_a = 0, "path"_a = "auto", "backend"_a = "cpu", "kwargs"_a)
+      .def(
+          "solve",
+          [](PyBatch& b) {
+            Busy busy_guard(b.busy, "this BatchSolver");
+            nb::gil_scoped_release release;
+            return b.batch.solve();
+          },
+          "Solves every problem from its current iterate; returns how many ended solved. One problem's "
+          "failure (a NaN initial state) changes nothing in the others. Releases the GIL.")
+      .def(
+          "set_initial_state",
+          [](PyBatch& b, int i, nb::handle x0) {
+            Busy busy_guard(b.busy, "this BatchSolver");
+            const int nx = b.batch.solution(0).nx;
+            FloatArray a = as_float_array(x0, "set_initial_state: x0", {nx});
+            b.batch.set_initial_state(i, {a.data, a.size});
+          },
+          nb::sig("def set_initial_state(self, i: int, x0: numpy.typing.ArrayLike) -> None"), "i"_a, "x0"_a,
+          "Problem i's initial state (nx values). IndexError for i outside [0, B).")
+      .def(
+          "set_initial_states",
+          [](PyBatch& b, nb::handle x0) {
+            Busy busy_guard(b.busy, "this BatchSolver");
+            const int nx = b.batch.solution(0).nx;
+            FloatArray a = as_float_array(x0, "set_initial_states: x0", {b.batch.size(), nx});
+            for (int i = 0; i < b.batch.size(); ++i)
+              b.batch.set_initial_state(i, {a.data + static_cast<std::size_t>(i) * nx, static_cast<std::size_t>(nx)});
+          },
+          nb::sig("def set_initial_states(self, x0: numpy.typing.ArrayLike) -> None"), "x0"_a,
+          "Every problem's initial state: x0 of shape (B, nx).")
+      .def(
+          "set_reference",
+          [](PyBatch& b, int i, const std::string& cost, nb::handle ref) {
+            Busy busy_guard(b.busy, "this BatchSolver");
+            b.batch.set_reference(i, cost, reference_from(ref, "set_reference"));
+          },
+          nb::sig("def set_reference(self, i: int, cost: str, ref: numpy.typing.ArrayLike) -> None"), "i"_a,
+          "cost"_a, "ref"_a, "Problem i's reference of the cost `cost`, as Solver.set_reference.")
+      .def(
+          "set_bounds",
+          [](PyBatch& b, int i, const std::string& constraint, nb::handle lower, nb::handle upper) {
+            Busy busy_guard(b.busy, "this BatchSolver");
+            b.batch.set_bounds(i, constraint, float_row(lower, "set_bounds: lower"), float_row(upper, "set_bounds: upper"));
+          },
+          nb::sig("def set_bounds(self, i: int, constraint: str, lower: numpy.typing.ArrayLike, "
+                  "upper: numpy.typing.ArrayLike) -> None"),
+          "i"_a, "constraint"_a, "lower"_a, "upper"_a, "Problem i's bounds of a constraint, as Solver.set_bounds.")
+      .def(
+          "set_obstacle",
+          [](PyBatch& b, int i, const std::string& constraint, std::array<double, 2> center, double radius) {
+            Busy busy_guard(b.busy, "this BatchSolver");
+            b.batch.set_obstacle(i, constraint, center, radius);
+          },
+          nb::sig("def set_obstacle(self, i: int, constraint: str, center: tuple[float, float], radius: float) -> None"),
+          "i"_a, "constraint"_a, "center"_a, "radius"_a, "Moves problem i's circle_obstacle, as Solver.set_obstacle.")
+      .def(
+          "set_model_parameters",
+          [](PyBatch& b, int i, nb::dict params) {
+            Busy busy_guard(b.busy, "this BatchSolver");
+            const std::vector<problems::ModelParameter> changes = parameter_changes(b.batch.model(i), params);
+            try {
+              b.batch.set_model_parameters(i, changes);
+            } catch (const std::invalid_argument& e) {
+              throw nb::value_error(e.what());
+            }
+          },
+          nb::sig("def set_model_parameters(self, i: int, params: dict[str, float | numpy.typing.ArrayLike]) -> None"),
+          "i"_a, "params"_a, "Problem i's model rebuilt with some parameters changed, as Solver.set_model_parameters.")
+      .def(
+          "set_initial_guess",
+          [](PyBatch& b, int i, nb::handle x, nb::handle u) {
+            Busy busy_guard(b.busy, "this BatchSolver");
+            const solver::Solution& s0 = b.batch.solution(0);
+            FloatArray ax = as_float_array(x, "set_initial_guess: x", {s0.N + 1, s0.nx});
+            FloatArray au = as_float_array(u, "set_initial_guess: u", {s0.N, s0.nu});
+            b.batch.set_initial_guess(i, {ax.data, ax.size}, {au.data, au.size});
+          },
+          nb::sig("def set_initial_guess(self, i: int, x: numpy.typing.ArrayLike, u: numpy.typing.ArrayLike) -> None"),
+          "i"_a, "x"_a, "u"_a, "A cold start of problem i from x (N+1, nx) and u (N, nu).")
+      .def(
+          "solution",
+          [](nb::handle self, int i) {
+            return PySolution{nb::borrow(self), &nb::cast<PyBatch&>(self).batch.solution(i)};
+          },
+          "i"_a, "Problem i's current iterate; its arrays view the batch's memory.")
+      .def(
+          "stats", [](const PyBatch& b, int i) { return stats_object(b.batch.stats(i)); }, "i"_a,
+          "Problem i's statistics of the last solve, as Solver.stats.")
+      .def("__len__", [](const PyBatch& b) { return b.batch.size(); })
+      .def_prop_ro(
+          "statuses",
+          [](const PyBatch& b) {
+            std::vector<Status> v;
+            for (int i = 0; i < b.batch.size(); ++i) v.push_back(b.batch.status(i));
+            return v;
+          },
+          "Every problem's Status of the last solve, a list of B.")
+      .def_prop_ro(
+          "costs",
+          [](const PyBatch& b) {
+            std::vector<double> v;
+            for (int i = 0; i < b.batch.size(); ++i) v.push_back(b.batch.solution(i).cost);
+            return copy_array(v.data(), {v.size()});
+          },
+          "Every problem's cost, shape (B,) (a copy).")
+      .def_prop_ro(
+          "iterations",
+          [](const PyBatch& b) {
+            std::vector<int> v;
+            for (int i = 0; i < b.batch.size(); ++i) v.push_back(b.batch.solution(i).iterations);
+            return v;
+          },
+          "Every problem's iterations of the last solve, a list of B.")
+      .def_prop_ro(
+          "x",
+          [](const PyBatch& b) {
+            const solver::Solution& s0 = b.batch.solution(0);
+            return batch_rows(b.batch, &solver::Solution::x, s0.N + 1, s0.nx);
+          },
+          "Every problem's states, shape (B, N+1, nx) (a copy).")
+      .def_prop_ro(
+          "u",
+          [](const PyBatch& b) {
+            const solver::Solution& s0 = b.batch.solution(0);
+            return batch_rows(b.batch, &solver::Solution::u, s0.N, s0.nu);
+          },
+          "Every problem's controls, shape (B, N, nu) (a copy).")
+      .def_prop_ro("size", [](const PyBatch& b) { return b.batch.size(); }, "B.")
+      .def_prop_ro(
+          "threads", [](const PyBatch& b) { return b.batch.threads(); }, "Threads that solve (the caller among them).")
+      .def_prop_ro(
+          "path", [](const PyBatch& b) { return std::string(solver::to_string(b.batch.path())); },
+          "'solvers' or 'device' (auto resolved).")
+      .def_prop_ro(
+          "device_path_refusal", [](const PyBatch& b) { return b.batch.device_path_refusal(); },
+          "On the solvers path, why the device path could not run this problem (empty when it could).");
 
   nb::class_<PyClosedLoop>(m, "ClosedLoop",
                            "The problem file's mpc: section run as a closed loop: the solver drives a simulated "
