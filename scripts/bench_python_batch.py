@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""knot.BatchSolver against a Python loop of Solvers: B perturbed cart-pole swing-ups, each started
+cold from its own x0, the same problems and guesses on each side, interleaved rounds.
+
+    PYTHONPATH=build/release/python python3 scripts/bench_python_batch.py [B] [rounds]
+
+Prints the median wall time of a whole batch per side, the time per problem and the ratio to the
+loop. Not a test: the figures move with the machine's load."""
+
+import pathlib
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import knot
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def main():
+    B = int(sys.argv[1]) if len(sys.argv) > 1 else 64
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 9
+    p = knot.load(ROOT / "configs" / "cartpole_swingup.yaml")
+    x0 = p.x0 + 0.05 * np.random.default_rng(1).standard_normal((B, p.nx))
+    guesses = [np.tile(x0[i], (p.N + 1, 1)) for i in range(B)]
+    u0 = np.zeros((p.N, p.nu))
+
+    solvers = [knot.Solver(p) for _ in range(B)]
+
+    def loop():
+        t = time.perf_counter()
+        for i, s in enumerate(solvers):
+            s.set_initial_state(x0[i])
+            s.set_initial_guess(guesses[i], u0)
+            s.solve()
+        return time.perf_counter() - t
+
+    def batch_of(threads):
+        b = knot.BatchSolver(p, B, threads=threads)
+
+        def run():
+            t = time.perf_counter()
+            b.set_initial_states(x0)
+            for i in range(B):
+                b.set_initial_guess(i, guesses[i], u0)
+            b.solve()
+            return time.perf_counter() - t
+
+        return b, run
+
+    b1, one = batch_of(1)
+    b0, every = batch_of(0)
+    sides = {"loop of Solvers": loop, "BatchSolver threads=1": one, f"BatchSolver threads={b0.threads}": every}
+    times = {name: [] for name in sides}
+    for _ in range(rounds):
+        for name, run in sides.items():
+            times[name].append(run())
+    base = statistics.median(times["loop of Solvers"])
+    for name, t in times.items():
+        m = statistics.median(t)
+        print(f"{name:26s} {1e3 * m:8.2f} ms  {1e3 * m / B:.3f} ms a problem  {base / m:.2f}x the loop")
+    print(f"solved: {sum(s.solved for s in b0.statuses)} of {B}")
+
+
+if __name__ == "__main__":
+    main()
