@@ -10,7 +10,7 @@ from conftest import ROOT
 pytest.importorskip("matplotlib")
 
 
-@pytest.mark.parametrize("example", ["cartpole_closed_loop", "iiwa14_reach"])
+@pytest.mark.parametrize("example", ["cartpole_closed_loop", "iiwa14_reach", "cartpole_batch"])
 def test_example_writes_its_figure(example, tmp_path):
     png = tmp_path / f"{example}.png"
     done = subprocess.run([sys.executable, str(ROOT / "examples" / "python" / f"{example}.py"), str(png)],
