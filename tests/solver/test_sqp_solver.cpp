@@ -771,6 +771,50 @@ TEST(SqpSolver, SetBoundsOnEndEffectorTermsAndSetObstacle) {
   EXPECT_EQ(rock->radius(), 0.5);  // the Problem keeps its obstacle
 }
 
+// Every box term of every config, a bound taken away (its finite first one made infinite) and one
+// given (its infinite first one made finite, far from the optimum: a row that stays inactive): the
+// solve after set_bounds is bit for bit that of a Solver built on the problem with that term made
+// with those bounds.
+TEST(SqpSolver, SetBoundsOnEveryBoxOfEveryConfig) {
+  const double inf = std::numeric_limits<double>::infinity();
+  int checked = 0;
+  for (const std::string& name : config_names()) {
+    const problems::Problem p = load_config(name);
+    for (std::size_t j = 0; j < p.constraints.size(); ++j) {
+      const problems::BoxBounds* box = p.constraints[j]->box();
+      if (box == nullptr) continue;
+      for (const bool remove : {true, false}) {
+        std::vector<double> lo = box->lower, hi = box->upper;
+        bool changed = false;
+        for (std::size_t e = 0; e < lo.size() && !changed; ++e) {
+          for (double* v : {&hi[e], &lo[e]}) {
+            if (changed || std::isfinite(*v) != remove) continue;
+            *v = remove ? (v == &hi[e] ? inf : -inf) : (v == &hi[e] ? 1e3 : -1e3);
+            changed = true;
+          }
+        }
+        if (!changed) continue;
+        const std::string term = p.constraints[j]->info().name;
+        SCOPED_TRACE(name + " " + term + (remove ? " without a bound" : " with a bound more"));
+        problems::Problem q = p;
+        if (box->on_control)
+          q.constraints[j] = std::make_shared<problems::ControlBox>(p.constraints[j]->info(), p.nu(), lo, hi);
+        else
+          q.constraints[j] = std::make_shared<problems::StateBox>(p.constraints[j]->info(), p.nx(), box->index, lo, hi);
+        const SolverOptions o = sqp_options(p);
+        Solver s(p, o);
+        const int before = s.inequality_offset(p.horizon.N + 1);
+        s.set_bounds(term, lo, hi);
+        EXPECT_NE(s.inequality_offset(p.horizon.N + 1), before);
+        s.solve();
+        expect_same_solve(s.solution(), solve_from(q, o));
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, 13);  // 12 bounds taken away, 1 given (bryson_denham's wall, from below)
+}
+
 // Refusals leave the solver as it was: its next solve is the untouched solver's.
 TEST(SqpSolver, SetBoundsRefusesMistakesAndChangesNothing) {
   const double inf = std::numeric_limits<double>::infinity();
