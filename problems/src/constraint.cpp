@@ -14,16 +14,10 @@ namespace {
   throw std::invalid_argument("constraint '" + info.name + "' (" + std::string(type) + "): " + what);
 }
 
-// Bounds of `count` entries: lower[i] <= upper[i], no NaN, no +inf lower or -inf upper.
+// Bounds of `count` entries (bounds_error's rule), or the term's error.
 void check_bounds(const TermInfo& info, std::string_view type, std::size_t count, const double* lower,
                   const double* upper) {
-  for (std::size_t i = 0; i < count; ++i) {
-    const double lo = lower[i], hi = upper[i];
-    if (std::isnan(lo) || std::isnan(hi) || lo == INFINITY || hi == -INFINITY || lo > hi)
-      fail(info, type,
-           "bounds of entry " + std::to_string(i) + ": expected lower <= upper (each finite or the matching infinity), "
-           "found [" + text::format_number(lo) + ", " + text::format_number(hi) + "]");
-  }
+  if (std::string why = bounds_error({lower, count}, {upper, count}, count); !why.empty()) fail(info, type, why);
 }
 
 // Entries must lie in [0, n) and appear once.
@@ -47,12 +41,7 @@ int finite_bounds(const BoxBounds& b) {
 // A box's new bounds in place, checked as its constructor checks them (the box unchanged on error).
 void set_box_bounds(const TermInfo& info, std::string_view type, BoxBounds& box, std::span<const double> lower,
                     std::span<const double> upper) {
-  const std::size_t n = box.index.size();
-  if (lower.size() != n || upper.size() != n)
-    fail(info, type,
-         "lower and upper: expected " + std::to_string(n) + " values each, found " + std::to_string(lower.size()) +
-             " and " + std::to_string(upper.size()));
-  check_bounds(info, type, n, lower.data(), upper.data());
+  if (std::string why = bounds_error(lower, upper, box.index.size()); !why.empty()) fail(info, type, why);
   std::copy(lower.begin(), lower.end(), box.lower.begin());
   std::copy(upper.begin(), upper.end(), box.upper.begin());
 }
@@ -104,6 +93,36 @@ void position(const Model& model, const StagePoint& p, const TermInfo& info, std
 }
 
 }  // namespace
+
+std::string bounds_error(std::span<const double> lower, std::span<const double> upper, std::size_t count) {
+  if (lower.size() != count || upper.size() != count)
+    return "lower and upper: expected " + std::to_string(count) + " values each, found " +
+           std::to_string(lower.size()) + " and " + std::to_string(upper.size());
+  for (std::size_t i = 0; i < count; ++i) {
+    const double lo = lower[i], hi = upper[i];
+    if (std::isnan(lo) || std::isnan(hi) || lo == INFINITY || hi == -INFINITY || lo > hi)
+      return "bounds of entry " + std::to_string(i) + ": expected lower <= upper (each finite or the matching "
+             "infinity), found [" + text::format_number(lo) + ", " + text::format_number(hi) + "]";
+  }
+  return {};
+}
+
+std::string end_effector_axis_bounds(const ConstraintTerm& term, std::span<const double> lower,
+                                     std::span<const double> upper, std::array<double, 3>& lo3,
+                                     std::array<double, 3>& hi3) {
+  const double inf = INFINITY;
+  if (dynamic_cast<const EndEffectorHeight*>(&term) != nullptr) {
+    if (lower.size() != 1 || upper.size() != 1 || upper[0] != inf || !std::isfinite(lower[0]))
+      return "an end_effector_height bounds z from below: expected lower = [a finite z_min] and upper = [inf]";
+    lo3 = {-inf, -inf, lower[0]};
+    hi3 = {inf, inf, inf};
+    return {};
+  }
+  if (std::string why = bounds_error(lower, upper, 3); !why.empty()) return why;
+  std::copy(lower.begin(), lower.end(), lo3.begin());
+  std::copy(upper.begin(), upper.end(), hi3.begin());
+  return {};
+}
 
 // ---- ControlBox ----
 

@@ -96,19 +96,6 @@ std::shared_ptr<problems::CostTerm> own_copy(const std::shared_ptr<problems::Cos
   return c;
 }
 
-// Empty when `lo`, `hi` are bounds for a box of n entries: as many values, no NaN, lo <= hi, lower
-// below +inf and upper above -inf (an infinite bound adds no row).
-std::string bounds_error(std::size_t n, std::span<const double> lo, std::span<const double> hi) {
-  if (lo.size() != n || hi.size() != n)
-    return "expected " + std::to_string(n) + " lower and upper values, found " + std::to_string(lo.size()) + " and " +
-           std::to_string(hi.size());
-  for (std::size_t j = 0; j < n; ++j)
-    if (std::isnan(lo[j]) || std::isnan(hi[j]) || lo[j] > hi[j] || lo[j] == INFINITY || hi[j] == -INFINITY)
-      return "entry " + std::to_string(j) + ": expected lower <= upper, each finite or the matching infinity, found [" +
-             std::to_string(lo[j]) + ", " + std::to_string(hi[j]) + "]";
-  return {};
-}
-
 }  // namespace
 
 struct BatchSolver::Impl {
@@ -444,17 +431,13 @@ void BatchSolver::set_bounds(int i, std::string_view constraint_name, std::span<
   if (term == nullptr || (term->box() == nullptr && !height && !ee_box))
     throw std::invalid_argument("BatchSolver::set_bounds: no control_box, state_box, end_effector_box or "
                                 "end_effector_height constraint named '" + name() + "'");
-  // Checked here for both paths, so that they refuse alike and with this class's name.
-  const double inf = std::numeric_limits<double>::infinity();
-  if (height && (lower.size() != 1 || upper.size() != 1 || upper[0] != inf || !std::isfinite(lower[0])))
-    throw std::invalid_argument("BatchSolver::set_bounds: constraint '" + name() +
-                                "': an end_effector_height bounds z from below; expected lower = [a finite z_min] "
-                                "and upper = [inf]");
-  if (!height) {
-    const std::size_t n = ee_box ? 3 : term->box()->index.size();
-    if (std::string why = bounds_error(n, lower, upper); !why.empty())
-      throw std::invalid_argument("BatchSolver::set_bounds: constraint '" + name() + "': " + why);
-  }
+  // Checked here for both paths, so that they refuse alike and with this class's name. An
+  // end-effector term's bounds as three axes (x, y, z); a height's one pair is z's [z_min, inf).
+  std::array<double, 3> lo3{}, hi3{};
+  const std::string why = height || ee_box
+                              ? problems::end_effector_axis_bounds(*term, lower, upper, lo3, hi3)
+                              : problems::bounds_error(lower, upper, term->box()->index.size());
+  if (!why.empty()) throw std::invalid_argument("BatchSolver::set_bounds: constraint '" + name() + "': " + why);
   if (m.path == BatchPath::Solvers) {
     try {
       m.at(i).set_bounds(constraint_name, lower, upper);
@@ -463,15 +446,7 @@ void BatchSolver::set_bounds(int i, std::string_view constraint_name, std::span<
     }
     return;
   }
-  // The slice's bounds, and its row layout laid out again. An end-effector term's bounds as three
-  // axes (x, y, z); a height's one pair is z's [z_min, inf).
-  std::array<double, 3> lo3{-inf, -inf, -inf}, hi3{inf, inf, inf};
-  if (height) {
-    lo3[2] = lower[0];
-  } else if (ee_box) {
-    std::copy(lower.begin(), lower.end(), lo3.begin());
-    std::copy(upper.begin(), upper.end(), hi3.begin());
-  }
+  // The slice's bounds, and its row layout laid out again.
   try {
     if (height || ee_box)
       device::set_slice_bounds(m.compiled(), m.slice(i), constraint_name, lo3, hi3);

@@ -449,21 +449,13 @@ void set_slice_bounds(const BatchProblemData& d, double* slice, std::string_view
                                 std::string(constraint) + "'");
   // An end-effector term's bounds are the point's x, y, z ones (a height: z from below alone).
   const std::size_t n = r->kind == RowKind::EndEffector ? 3 : static_cast<std::size_t>(r->count);
-  if (lower.size() != n || upper.size() != n)
-    throw std::invalid_argument("set_slice_bounds: constraint '" + std::string(constraint) + "' expects " + std::to_string(n) +
-                                " values each, found " + std::to_string(lower.size()) + " and " +
-                                std::to_string(upper.size()));
-  const bool height = r->kind == RowKind::EndEffector && r->rows == 1;
-  for (std::size_t j = 0; j < n; ++j) {
-    const double lo = lower[j], hi = upper[j];
-    if (std::isnan(lo) || std::isnan(hi) || lo > hi || lo == INFINITY || hi == -INFINITY)
-      throw std::invalid_argument("set_slice_bounds: constraint '" + std::string(constraint) + "' entry " +
-                                  std::to_string(j) + ": expected lower <= upper, no NaN, lower below +inf and upper " +
-                                  "above -inf, found [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-    if (height && (std::isfinite(hi) || (j < 2 && std::isfinite(lo))))
-      throw std::invalid_argument("set_slice_bounds: constraint '" + std::string(constraint) + "' (end_effector_height) "
-                                  "bounds z from below alone; expected x, y and the upper z infinite");
-  }
+  if (std::string why = problems::bounds_error(lower, upper, n); !why.empty())
+    throw std::invalid_argument("set_slice_bounds: constraint '" + std::string(constraint) + "': " + why);
+  const bool height = r->kind == RowKind::EndEffector && r->rows == 1;  // its one row stays
+  if (height && (std::isfinite(upper[0]) || std::isfinite(upper[1]) || std::isfinite(upper[2]) ||
+                 std::isfinite(lower[0]) || std::isfinite(lower[1]) || !std::isfinite(lower[2])))
+    throw std::invalid_argument("set_slice_bounds: constraint '" + std::string(constraint) + "' (end_effector_height) "
+                                "bounds z from below alone; expected a finite lower z and the others infinite");
   std::copy(lower.begin(), lower.end(), slice + r->lower);
   std::copy(upper.begin(), upper.end(), slice + r->upper);
   layout_rows(d.problem, d.arena.data(), slice, ConstraintSet::Inequality, slice + d.problem.ineq_layout);

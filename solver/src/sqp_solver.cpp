@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
-#include <limits>
 #include <memory>
 #include <new>
 #include <stdexcept>
@@ -728,27 +727,22 @@ void Solver::set_reference(std::string_view cost_name, const problems::Reference
 void Solver::set_bounds(std::string_view constraint_name, std::span<const double> lower,
                         std::span<const double> upper) {
   Impl& m = *impl_;
-  const double inf = std::numeric_limits<double>::infinity();
   for (const auto& c : m.problem.constraints) {
     if (c->info().name != constraint_name) continue;
     const int before = c->dim();
     try {
+      auto* e = dynamic_cast<problems::EndEffectorBox*>(c.get());
+      auto* h = dynamic_cast<problems::EndEffectorHeight*>(c.get());
       if (auto* b = dynamic_cast<problems::ControlBox*>(c.get())) {
         b->set_bounds(lower, upper);
       } else if (auto* b = dynamic_cast<problems::StateBox*>(c.get())) {
         b->set_bounds(lower, upper);
-      } else if (auto* e = dynamic_cast<problems::EndEffectorBox*>(c.get())) {
-        if (lower.size() != 3 || upper.size() != 3)
-          throw std::invalid_argument("constraint '" + c->info().name +
-                                      "' (end_effector_box): expected 3 lower and 3 upper values (x, y, z), found " +
-                                      std::to_string(lower.size()) + " and " + std::to_string(upper.size()));
-        e->set_bounds({lower[0], lower[1], lower[2]}, {upper[0], upper[1], upper[2]});
-      } else if (auto* h = dynamic_cast<problems::EndEffectorHeight*>(c.get())) {
-        if (lower.size() != 1 || upper.size() != 1 || upper[0] != inf)
-          throw std::invalid_argument("constraint '" + c->info().name +
-                                      "' (end_effector_height) bounds z from below: expected lower = [z_min] and "
-                                      "upper = [inf]");
-        h->set_z_min(lower[0]);
+      } else if (e != nullptr || h != nullptr) {
+        std::array<double, 3> lo3, hi3;
+        if (std::string why = problems::end_effector_axis_bounds(*c, lower, upper, lo3, hi3); !why.empty())
+          throw std::invalid_argument("constraint '" + c->info().name + "' (" + std::string(c->type()) + "): " + why);
+        if (e != nullptr) e->set_bounds(lo3, hi3);
+        else h->set_z_min(lo3[2]);
       } else {
         throw std::invalid_argument("constraint '" + c->info().name + "' (" + std::string(c->type()) +
                                     ") has no bounds to set; expected a control_box, state_box, end_effector_box or "

@@ -178,53 +178,33 @@ TEST(BatchDevice, PerProblemReferencesAndBoundsReachOnlyTheirProblem) {
 // bounds (the slice's layout is the compiled one's), and agrees with Solver there (status, cost to
 // 1e-9); problems 0 and 2 stay the file's.
 TEST(BatchDevice, BoundsThatAddOrRemoveRowsOnEveryConfig) {
-  const double inf = std::numeric_limits<double>::infinity();
   int checked = 0;
   for (const std::string& name : config_names()) {
     const problems::Problem p = load_config(name);
     if (!solver::device::device_path_unsupported(p).empty()) continue;
     const solver::SolverOptions o = device_fit(p);
     if (!solver::device::device_sqp_unsupported(p, o).empty()) continue;
-    for (std::size_t j = 0; j < p.constraints.size(); ++j) {
-      const problems::BoxBounds* box = p.constraints[j]->box();
-      if (box == nullptr) continue;
-      for (const bool remove : {true, false}) {
-        std::vector<double> lo = box->lower, hi = box->upper;
-        bool changed = false;
-        for (std::size_t e = 0; e < lo.size() && !changed; ++e)
-          for (double* v : {&hi[e], &lo[e]}) {
-            if (changed || std::isfinite(*v) != remove) continue;
-            *v = remove ? (v == &hi[e] ? inf : -inf) : (v == &hi[e] ? 1e3 : -1e3);
-            changed = true;
-          }
-        if (!changed) continue;
-        const std::string term = p.constraints[j]->info().name;
-        SCOPED_TRACE(name + " " + term + (remove ? " without a bound" : " with a bound more"));
-        problems::Problem q = p;
-        if (box->on_control)
-          q.constraints[j] = std::make_shared<problems::ControlBox>(p.constraints[j]->info(), p.nu(), lo, hi);
-        else
-          q.constraints[j] = std::make_shared<problems::StateBox>(p.constraints[j]->info(), p.nx(), box->index, lo, hi);
-        BatchOptions bo;
-        bo.solver = o;
-        bo.path = BatchPath::Device;
-        bo.threads = 2;
-        BatchSolver batch(p, 3, bo);
-        batch.set_bounds(1, term, lo, hi);
-        batch.solve();
-        solver::device::DeviceSqp alone(q, o), file(p, o);
-        alone.solve();
-        file.solve();
-        EXPECT_EQ(difference(batch.solution(1), alone.solution()), "");
-        EXPECT_EQ(difference(batch.solution(0), file.solution()), "");
-        EXPECT_EQ(difference(batch.solution(2), file.solution()), "");
-        EXPECT_NE(batch.solution(1).z.size(), batch.solution(0).z.size());
-        solver::Solver host(q, o);
-        host.solve();
-        EXPECT_EQ(batch.status(1), host.solution().status);
-        EXPECT_NEAR(batch.solution(1).cost, host.solution().cost, 1e-9 * std::max(1.0, std::abs(host.solution().cost)));
-        ++checked;
-      }
+    for (const BoxMove& m : box_moves(p)) {
+      SCOPED_TRACE(name + " " + m.term + (m.removes ? " without a bound" : " with a bound more"));
+      BatchOptions bo;
+      bo.solver = o;
+      bo.path = BatchPath::Device;
+      bo.threads = 2;
+      BatchSolver batch(p, 3, bo);
+      batch.set_bounds(1, m.term, m.lower, m.upper);
+      batch.solve();
+      solver::device::DeviceSqp alone(m.moved, o), file(p, o);
+      alone.solve();
+      file.solve();
+      EXPECT_EQ(difference(batch.solution(1), alone.solution()), "");
+      EXPECT_EQ(difference(batch.solution(0), file.solution()), "");
+      EXPECT_EQ(difference(batch.solution(2), file.solution()), "");
+      EXPECT_NE(batch.solution(1).z.size(), batch.solution(0).z.size());
+      solver::Solver host(m.moved, o);
+      host.solve();
+      EXPECT_EQ(batch.status(1), host.solution().status);
+      EXPECT_NEAR(batch.solution(1).cost, host.solution().cost, 1e-9 * std::max(1.0, std::abs(host.solution().cost)));
+      ++checked;
     }
   }
   std::printf("  %d bounds taken away or given, on the device path\n", checked);

@@ -8,11 +8,14 @@
 #include <array>
 #include <cmath>
 #include <filesystem>
+#include <limits>
+#include <memory>
 #include <numbers>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "knot/problems/constraint.hpp"
 #include "knot/problems/integrator.hpp"
 #include "knot/problems/loader.hpp"
 #include "knot/solver/solver.hpp"
@@ -46,6 +49,45 @@ inline std::vector<std::array<double, 4>> cartpole_starts(int n) {
     s = {0.5 * a, std::numbers::pi + b, c, 2 * d};
   }
   return starts;
+}
+
+// A change of one box term's bounds that adds or removes its rows: `term` gets `lower`, `upper`, and
+// `moved` is the problem with that term made with them (the reference a set_bounds is held to).
+struct BoxMove {
+  std::string term;
+  std::vector<double> lower, upper;
+  problems::Problem moved;
+  bool removes = true;  // a finite bound made infinite (else an infinite one made finite)
+};
+
+// For every box term of p: its first finite bound made infinite, and its first infinite bound made
+// finite (+-1e3, far from any optimum of the configs: a row that stays inactive), where it has one.
+inline std::vector<BoxMove> box_moves(const problems::Problem& p) {
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<BoxMove> moves;
+  for (std::size_t j = 0; j < p.constraints.size(); ++j) {
+    const problems::BoxBounds* box = p.constraints[j]->box();
+    if (box == nullptr) continue;
+    for (const bool removes : {true, false}) {
+      BoxMove m{p.constraints[j]->info().name, box->lower, box->upper, p, removes};
+      bool changed = false;
+      for (std::size_t e = 0; e < box->index.size() && !changed; ++e)
+        for (double* v : {&m.upper[e], &m.lower[e]}) {
+          if (changed || std::isfinite(*v) != removes) continue;
+          const bool up = v == &m.upper[e];
+          *v = removes ? (up ? inf : -inf) : (up ? 1e3 : -1e3);
+          changed = true;
+        }
+      if (!changed) continue;
+      const problems::TermInfo& info = p.constraints[j]->info();
+      if (box->on_control)
+        m.moved.constraints[j] = std::make_shared<problems::ControlBox>(info, p.nu(), m.lower, m.upper);
+      else
+        m.moved.constraints[j] = std::make_shared<problems::StateBox>(info, p.nx(), box->index, m.lower, m.upper);
+      moves.push_back(std::move(m));
+    }
+  }
+  return moves;
 }
 
 // Initial states of B problems: problem 0 the file's x0, problem i >= 1 x0 + sigma n_i (standard

@@ -14,6 +14,7 @@
 #include <array>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "knot/problems/model.hpp"
@@ -29,6 +30,20 @@ struct BoxBounds {
   std::vector<int> index;
   std::vector<double> lower, upper;
 };
+
+// Empty when lower and upper are bounds of `count` entries: that many values each, lower <= upper,
+// no NaN, each finite or the matching infinity (an infinite bound adds no row); else what is wrong
+// ("bounds of entry 0: expected ..."). Allocates only for the message.
+std::string bounds_error(std::span<const double> lower, std::span<const double> upper, std::size_t count);
+
+class ConstraintTerm;
+// An end_effector_box's or end_effector_height's bounds given as a box's (three lower and three
+// upper values, the point's x, y, z) or a height's (lower {z_min}, finite; upper {inf}), written to
+// lo3, hi3 as the three axes' (a height's x, y and upper z infinite). Empty when they are such
+// bounds, else what is wrong. `term` must be one of the two.
+std::string end_effector_axis_bounds(const ConstraintTerm& term, std::span<const double> lower,
+                                     std::span<const double> upper, std::array<double, 3>& lo3,
+                                     std::array<double, 3>& hi3);
 
 class ConstraintTerm {
  public:

@@ -193,7 +193,7 @@ void set_slice_reference(const BatchProblemData& d, double* slice, std::string_v
                          std::span<const double> ref);
 // A control_box or state_box term (model_limits: its `<name>_state` / `<name>_control` terms): one
 // value per bounded entry; an end-effector term (end_effector_box, end_effector_height): three, the
-// point's x, y, z (a height is a box bounding z from below: its x, y and upper z stay infinite). A
+// point's x, y, z (a height is a box bounding z from below: its lower z finite, the rest infinite). A
 // bound may become finite or infinite (a row added or removed): the slice's inequality row layout
 // is laid out again. lower <= upper, no NaN, no lower +inf or upper -inf.
 void set_slice_bounds(const BatchProblemData& d, double* slice, std::string_view constraint,
