@@ -21,12 +21,15 @@ for b in tests/cuda/test_gpu_linalg tests/cuda/test_gpu_factor tests/cuda/test_g
   if [ -x "$BUILD/$b" ]; then bins+=("$BUILD/$b"); else echo "gpu_bundle: $BUILD/$b not built; left out"; fi
 done
 (( ${#bins[@]} )) || { echo "gpu_bundle: nothing built in $BUILD" >&2; exit 1; }
+# The Python package with knot._cuda (gpu_check.sh's phase 8), where this build made one.
+py=()
+compgen -G "$BUILD/python/knot/_cuda*.so" >/dev/null && py=("$BUILD/python/knot")
 # The libraries outside glibc, libstdc++ and CUDA's own (those come with the CUDA image).
 rm -rf "$BUILD/lib"
 mkdir -p "$BUILD/lib" "$(dirname "$ARCHIVE")"
-ldd "${bins[@]}" 2>/dev/null | awk '/=> \// {print $1, $3}' | sort -u |
+ldd "${bins[@]}" ${py:+"$BUILD"/python/knot/_*.so} 2>/dev/null | awk '/=> \// {print $1, $3}' | sort -u |
   { grep -v -E '^(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|ld-linux|libcu[A-Za-z]*|libnvJitLink)[.]' || true; } |
   while read -r name path; do cp -L "$path" "$BUILD/lib/$name"; done
 cp -L "$(ldd "${bins[0]}" | awk '/libcudart/ {print $3}')" "$BUILD/lib/" 2>/dev/null || true
-tar -cJf "$ARCHIVE" "${bins[@]}" "$BUILD/lib"
+tar -cJf "$ARCHIVE" "${bins[@]}" ${py:+"${py[@]}"} "$BUILD/lib"
 echo "gpu_bundle: $ARCHIVE ($(du -h "$ARCHIVE" | cut -f1)): ${#bins[@]} binaries, $(ls "$BUILD/lib" | wc -l) libraries"

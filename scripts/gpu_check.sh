@@ -11,7 +11,8 @@
 # GPU_CHECK_BUDGET_S (default 470 s), GPU_CHECK_PREBUILT=1 (skip configure and build: run the
 # binaries already in GPU_CHECK_BUILD, e.g. built for sm_90 on a machine without a GPU and copied
 # over; scripts/gpu_bundle.sh packs them). Phase 7 runs the CLI (knot info, knot solve --batch on
-# both backends) when GPU_CHECK_BUILD holds tools/knot/knot. The summary ends on issue 13's goals
+# both backends) when GPU_CHECK_BUILD holds tools/knot/knot; phase 8 python/tests/test_cuda.py when it
+# holds knot._cuda and python3 here imports it. The summary ends on issue 13's goals
 # beside what this run measured.
 #
 # Sized for a short loan of one H200 (16 cores): the whole script stops itself before 8 minutes,
@@ -215,6 +216,20 @@ if (( gpu_used )) && [ -x "$knot_bin" ]; then
       --batch 128 --vary x0=0.01 --backend "$backend" || true
     grep -E '^(batch|path|statuses|time|memory) ' "$LOGS/cli_batch_$backend.log" 2>/dev/null | tee -a "$SUMMARY" || true
   done
+fi
+
+# Python's BatchSolver(backend="cuda") against the CPU's device path (python/tests/test_cuda.py), where
+# the build holds knot._cuda and this machine's python3 can import it with numpy and pytest.
+py_pkg="$BUILD/python"
+if (( gpu_used )) && compgen -G "$py_pkg/knot/_cuda*.so" >/dev/null; then
+  if PYTHONPATH="$py_pkg" python3 -c "import numpy, pytest, knot._cuda" 2>"$LOGS/python_import.log"; then
+    say "phase 8: python/tests/test_cuda.py on the GPU"
+    run_phase python_cuda 60 env PYTHONPATH="$py_pkg" KNOT_ROOT="$PWD" python3 -m pytest -q -p no:cacheprovider -rs \
+      python/tests/test_cuda.py || true
+    tail -n 3 "$LOGS/python_cuda.log" 2>/dev/null | tee -a "$SUMMARY" || true
+  else
+    say "phase 8: python/tests/test_cuda.py skipped: $(tail -n 1 "$LOGS/python_import.log")"
+  fi
 fi
 
 # The issue-13 goals against this run, one line each (from the logs above; "-" where a phase did not run).

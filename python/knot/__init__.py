@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import importlib
 import math
 import numbers
 import os
@@ -27,7 +28,8 @@ from ._knot import (  # noqa: F401
 )
 from . import _knot
 
-__all__ = ["BatchSolver", "ClosedLoop", "Error", "Problem", "Solution", "Solver", "Status", "load", "load_string", "option_names"]
+__all__ = ["BatchSolver", "ClosedLoop", "Error", "Problem", "Solution", "Solver", "Status", "cuda_device", "load",
+           "load_string", "option_names"]
 
 Overrides = Union[Mapping[str, Any], Sequence[str], None]
 
@@ -81,3 +83,14 @@ def load_string(yaml: str, name: str = "<string>", base_dir: Union[str, os.PathL
     """Reads a problem from YAML text; `name` stands in for the file name in errors, relative paths
     (URDFs, references) resolve against `base_dir`."""
     return _knot._load_string(yaml, name, os.fspath(base_dir), _overrides(set))
+
+
+def cuda_device(device: int = 0) -> dict:
+    """The GPU that BatchSolver(backend="cuda") would run on, as `knot info` describes it: a dict whose
+    "usable" says whether it can run there and "reason" why not (also when this knot was built
+    without its CUDA engine, knot._cuda). Loads the CUDA runtime; `import knot` alone does not."""
+    try:
+        cuda = importlib.import_module("knot._cuda")
+    except ImportError as e:
+        return {"usable": False, "reason": f"this knot has no CUDA engine (import knot._cuda: {e})"}
+    return cuda.device(device)

@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine_capsule.hpp"
 #include "knot/problems/error.hpp"
 #include "knot/problems/loader.hpp"
 #include "knot/problems/problem.hpp"
@@ -456,8 +457,32 @@ struct PyBatch {
   std::atomic<bool> busy{false};
 };
 
+// BatchOptions::cuda_engine from knot._cuda, imported now (the first backend="cuda" loads the CUDA
+// runtime, never `import knot`).
+solver::BatchEngineFactory cuda_engine() {
+  nb::object module;
+  try {
+    module = nb::module_::import_("knot._cuda");
+  } catch (nb::python_error& e) {
+    throw nb::value_error(("BatchSolver: backend 'cuda': this knot has no CUDA engine (import knot._cuda: " +
+                           nb::cast<std::string>(nb::str(e.value())) +
+                           "); build knot with CUDA (KNOT_CUDA=ON, nvcc) or use backend='cpu'")
+                              .c_str());
+  }
+  nb::object capsule = module.attr("engine");
+  const void* factory = PyCapsule_GetPointer(capsule.ptr(), engine_capsule_name());
+  if (factory == nullptr) {
+    PyErr_Clear();
+    throw nb::value_error(
+        "BatchSolver: backend 'cuda': knot._cuda comes from another build of knot than knot._knot (the engine's "
+        "types differ); rebuild the package");
+  }
+  return *static_cast<const solver::BatchEngineFactory*>(factory);
+}
+
 solver::BatchOptions batch_options(const Problem& problem, int threads, const std::string& path,
-                                   const std::string& backend, const nb::kwargs& kwargs) {
+                                   const std::string& backend, const std::string& precision,
+                                   const nb::kwargs& kwargs) {
   solver::BatchOptions o;
   o.threads = threads;
   if (path == "auto") o.path = solver::BatchPath::Auto;
@@ -465,9 +490,15 @@ solver::BatchOptions batch_options(const Problem& problem, int threads, const st
   else if (path == "device") o.path = solver::BatchPath::Device;
   else throw nb::value_error(("BatchSolver: path: expected 'auto', 'solvers' or 'device', found '" + path + "'").c_str());
   if (backend == "cpu") o.backend = solver::BatchBackend::Cpu;
-  else if (backend == "cuda") o.backend = solver::BatchBackend::Cuda;  // refused by the constructor: no engine here
+  else if (backend == "cuda") o.backend = solver::BatchBackend::Cuda;
   else throw nb::value_error(("BatchSolver: backend: expected 'cpu' or 'cuda', found '" + backend + "'").c_str());
+  if (precision == "float") o.single = true;
+  else if (precision != "double")
+    throw nb::value_error(("BatchSolver: precision: expected 'double' or 'float', found '" + precision + "'").c_str());
+  if (o.single && o.backend != solver::BatchBackend::Cuda)
+    throw nb::value_error("BatchSolver: precision 'float' runs on backend 'cuda' only (backend 'cpu' solves in double)");
   o.solver = make_options(problem, kwargs, "BatchSolver");
+  if (o.backend == solver::BatchBackend::Cuda) o.cuda_engine = cuda_engine();
   return o;
 }
 
@@ -941,19 +972,22 @@ NB_MODULE(_knot, m) {
       "Seconds per call of `calls` solve() calls timed in C++, for the binding's overhead (scripts/bench_python.py).");
 
   nb::class_<PyBatch>(m, "BatchSolver",
-                      "B problems of one Problem's structure solved at once on the CPU's cores (the C++ "
-                      "knot::solver::BatchSolver): each problem its own initial state, references, bounds, "
-                      "obstacles and model parameters. threads: worker threads (0: every core); path: 'auto' "
-                      "(B Solvers), 'solvers' or 'device' (the GPU's code on the CPU); backend 'cuda' needs the "
-                      "knot CLI or C++ (this module has no CUDA engine). Other keywords set SolverOptions as "
-                      "for Solver. Everything is allocated here; solve() allocates nothing.")
+                      "B problems of one Problem's structure solved at once (the C++ knot::solver::BatchSolver): "
+                      "each problem its own initial state, references, bounds, obstacles and model parameters. "
+                      "backend 'cpu': on the CPU's cores, threads worker threads (0: every core), path 'auto' "
+                      "(B Solvers), 'solvers' or 'device' (the GPU's code on the CPU). backend 'cuda': on the GPU, "
+                      "one thread block of threads (0: the engine's default, else 32..256) per problem, in "
+                      "precision 'double' or 'float' (knot.cuda_device() says whether a GPU is usable). Other "
+                      "keywords set SolverOptions as for Solver. Everything is allocated here; solve() "
+                      "allocates nothing.")
       .def(
           "__init__",
           [](PyBatch* self, const Problem& problem, int batch, int threads, const std::string& path,
-             const std::string& backend, nb::kwargs kwargs) {
-            new (self) PyBatch(problem, batch, batch_options(problem, threads, path, backend, kwargs));
+             const std::string& backend, const std::string& precision, nb::kwargs kwargs) {
+            new (self) PyBatch(problem, batch, batch_options(problem, threads, path, backend, precision, kwargs));
           },
-          "problem"_a, "batch"_a, "threads"_a = 0, "path"_a = "auto", "backend"_a = "cpu", "kwargs"_a)
+          "problem"_a, "batch"_a, "threads"_a = 0, "path"_a = "auto", "backend"_a = "cpu", "precision"_a = "double",
+          "kwargs"_a)
       .def(
           "solve",
           [](PyBatch& b) {
@@ -1083,7 +1117,17 @@ NB_MODULE(_knot, m) {
           "Every problem's controls, shape (B, N, nu) (a copy).")
       .def_prop_ro("size", [](const PyBatch& b) { return b.batch.size(); }, "B.")
       .def_prop_ro(
-          "threads", [](const PyBatch& b) { return b.batch.threads(); }, "Threads that solve (the caller among them).")
+          "threads", [](const PyBatch& b) { return b.batch.threads(); },
+          "cpu: threads that solve (the caller among them); cuda: threads per block, one block per problem.")
+      .def_prop_ro(
+          "backend", [](const PyBatch& b) { return std::string(solver::to_string(b.batch.backend())); },
+          "'cpu' or 'cuda'.")
+      .def_prop_ro(
+          "precision", [](const PyBatch& b) { return std::string(b.batch.single() ? "float" : "double"); },
+          "'double', or 'float' (backend 'cuda' only).")
+      .def_prop_ro(
+          "device_bytes", [](const PyBatch& b) { return b.batch.device_bytes(); },
+          "Bytes of GPU memory allocated at creation (0 on backend 'cpu').")
       .def_prop_ro(
           "path", [](const PyBatch& b) { return std::string(solver::to_string(b.batch.path())); },
           "'solvers' or 'device' (auto resolved).")

@@ -94,8 +94,6 @@ def test_mistakes_are_errors(cartpole_path):
         batch.set_bounds(0, "force_limit", 1.0, -1.0)
     with pytest.raises(ValueError, match="path"):
         knot.BatchSolver(problem, 2, path="gpu")
-    with pytest.raises(ValueError, match="backend cuda"):
-        knot.BatchSolver(problem, 2, backend="cuda")
     with pytest.raises(ValueError):
         knot.BatchSolver(problem, 0)
     with pytest.raises(TypeError, match="no_such_option"):

@@ -19,7 +19,8 @@ def test_the_stubs_name_every_public_class_and_method():
                    "set_initial_guess", "shift", "set_iteration_callback", "solution", "stats"]:
         assert method in classes["Solver"], method
     for method in ["solve", "set_initial_state", "set_initial_states", "set_reference", "set_bounds", "set_obstacle",
-                   "set_model_parameters", "set_initial_guess", "solution", "stats", "statuses", "costs", "x", "u"]:
+                   "set_model_parameters", "set_initial_guess", "solution", "stats", "statuses", "costs", "x", "u",
+                   "backend", "precision", "device_bytes"]:
         assert method in classes["BatchSolver"], method
     assert (pathlib.Path(knot.__file__).with_name("py.typed")).exists()
 

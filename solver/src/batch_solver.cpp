@@ -75,6 +75,8 @@ std::string BatchOptions::validate() const {
     return "threads (the block size on backend cuda) must be 0 or in 32..256, found " + std::to_string(threads);
   if (backend == BatchBackend::Cuda && path == BatchPath::Solvers)
     return "path solvers runs on backend cpu only (backend cuda is the device path)";
+  if (single && backend != BatchBackend::Cuda)
+    return "single (float) runs on backend cuda only; backend cpu solves in double";
   if (solver)
     if (std::string why = solver->validate(); !why.empty()) return "solver: " + why;
   return {};
@@ -100,6 +102,7 @@ std::shared_ptr<problems::CostTerm> own_copy(const std::shared_ptr<problems::Cos
 
 struct BatchSolver::Impl {
   BatchBackend backend = BatchBackend::Cpu;
+  bool single = false;
   BatchPath path = BatchPath::Solvers;
   std::string refusal;  // why Auto did not take the device path
   int B = 0;
@@ -253,6 +256,7 @@ BatchSolver::BatchSolver(problems::Problem problem, int batch_size, const BatchO
     throw std::invalid_argument("BatchSolver: " + why);
   Impl& m = *impl_;
   m.backend = options.backend;
+  m.single = options.single;
   m.B = batch_size;
   const SolverOptions solver_options = options.solver ? *options.solver : from_settings(problem.solver);
   // solver.memory_limit bounds the whole batch: B workspaces are allocated here, before any solve.
@@ -554,6 +558,7 @@ int BatchSolver::threads() const {
   return impl_->engine ? impl_->engine->threads() : static_cast<int>(impl_->workers.size()) + 1;
 }
 BatchBackend BatchSolver::backend() const { return impl_->backend; }
+bool BatchSolver::single() const { return impl_->single; }
 BatchPath BatchSolver::path() const { return impl_->path; }
 const std::string& BatchSolver::device_path_refusal() const { return impl_->refusal; }
 

@@ -567,7 +567,12 @@ TEST(BatchSolver, InvalidArguments) {
   EXPECT_EQ(o.validate(), "");
   o.threads = 0;
   EXPECT_EQ(o.validate(), "");
+  o.single = true;  // float is the GPU's: taken on cuda, refused on cpu
+  EXPECT_EQ(o.validate(), "");
   o.backend = solver::BatchBackend::Cpu;
+  EXPECT_EQ(o.validate(), "single (float) runs on backend cuda only; backend cpu solves in double");
+  EXPECT_THROW(BatchSolver(p, 2, o), std::invalid_argument);
+  o.single = false;
   solver::SolverOptions bad;
   bad.max_iter = 0;
   o.threads = 1;

@@ -150,8 +150,11 @@ int run_solve_batch(const SolveOptions& opt) {
       for (double& v : x0[static_cast<std::size_t>(i)]) v += sigma * normal(rng);
   }
 
+  if (opt.precision == "float" && opt.backend != "cuda")
+    return usage("--precision float runs on --backend cuda only (backend cpu solves in double)");
   solver::BatchOptions options;
   options.backend = opt.backend == "cuda" ? solver::BatchBackend::Cuda : solver::BatchBackend::Cpu;
+  options.single = opt.precision == "float";
   options.threads = opt.threads;
   options.path = opt.path == "device" ? solver::BatchPath::Device
                  : opt.path == "solvers" ? solver::BatchPath::Solvers
@@ -209,6 +212,7 @@ int run_solve_batch(const SolveOptions& opt) {
     j["problem"] = problem_json(problem);
     j["batch"] = B;
     j["backend"] = solver::to_string(batch->backend());
+    j["precision"] = batch->single() ? "float" : "double";
     j["threads"] = batch->threads();
     j["path"] = solver::to_string(batch->path());
     j["vary"] = vary;
@@ -254,8 +258,9 @@ int run_solve_batch(const SolveOptions& opt) {
     fmt::print("problem          {}  (nx {}, nu {}, N {}, dt {:g})\n", problem.name.c_str(), nx, problem.nu(),
                problem.horizon.N, problem.horizon.dt);
     const bool gpu = batch->backend() == solver::BatchBackend::Cuda;
-    fmt::print("batch            {} problems, backend {}, {} {}\n", B, solver::to_string(batch->backend()),
-               batch->threads(), gpu ? "threads per block, one block per problem" : "threads");
+    fmt::print("batch            {} problems, backend {}{}, {} {}\n", B, solver::to_string(batch->backend()),
+               batch->single() ? " in float" : "", batch->threads(),
+               gpu ? "threads per block, one block per problem" : "threads");
     fmt::print("path             {}{}\n", solver::to_string(batch->path()),
                batch->device_path_refusal().empty() ? std::string()
                                                     : " (not the device path: " + batch->device_path_refusal() + ")");

@@ -157,6 +157,7 @@ class BatchSolver {
   int size() const;     // B
   int threads() const;  // threads that solve (cpu: the pool's workers plus the calling thread)
   BatchBackend backend() const;
+  bool single() const;  // whether the batch solves in float (backend cuda; BatchOptions::single)
   BatchPath path() const;  // Solvers or Device, Auto resolved
   // On the solvers path: why the device path could not run this problem and options (empty when it
   // could); empty on the device path.
