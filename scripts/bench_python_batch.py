@@ -5,7 +5,8 @@ cold from its own x0, the same problems and guesses on each side, interleaved ro
     PYTHONPATH=build/release/python python3 scripts/bench_python_batch.py [B] [rounds]
 
 Prints the median wall time of a whole batch per side, the time per problem and the ratio to the
-loop. Not a test: the figures move with the machine's load."""
+loop; on a usable GPU also the cuda backend against the CPU's device path (Gauss-Newton). Not a
+test: the figures move with the machine's load."""
 
 import pathlib
 import statistics
@@ -37,8 +38,8 @@ def main():
             s.solve()
         return time.perf_counter() - t
 
-    def batch_of(threads):
-        b = knot.BatchSolver(p, B, threads=threads)
+    def batch_of(threads, **options):
+        b = knot.BatchSolver(p, B, threads=threads, **options)
 
         def run():
             t = time.perf_counter()
@@ -53,6 +54,14 @@ def main():
     b1, one = batch_of(1)
     b0, every = batch_of(0)
     sides = {"loop of Solvers": loop, "BatchSolver threads=1": one, f"BatchSolver threads={b0.threads}": every}
+    # On a usable GPU, the cuda backend beside the CPU's device path, both Gauss-Newton (the GPU's
+    # exact Hessian takes the manipulator only); their ratio is printed against the device path.
+    device = knot.cuda_device()
+    if device["usable"]:
+        _, sides["device path, every core, GN"] = batch_of(0, path="device", hessian="gauss_newton")
+        _, sides["cuda, GN"] = batch_of(0, backend="cuda", hessian="gauss_newton")
+    else:
+        print(f"cuda: skipped ({device['reason']})")
     times = {name: [] for name in sides}
     for _ in range(rounds):
         for name, run in sides.items():
@@ -61,6 +70,9 @@ def main():
     for name, t in times.items():
         m = statistics.median(t)
         print(f"{name:26s} {1e3 * m:8.2f} ms  {1e3 * m / B:.3f} ms a problem  {base / m:.2f}x the loop")
+    if device["usable"]:
+        ratio = statistics.median(times["device path, every core, GN"]) / statistics.median(times["cuda, GN"])
+        print(f"cuda on {device['name']}: {ratio:.2f}x the CPU's device path")
     print(f"solved: {sum(s.solved for s in b0.statuses)} of {B}")
 
 

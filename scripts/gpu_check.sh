@@ -227,6 +227,8 @@ if (( gpu_used )) && compgen -G "$py_pkg/knot/_cuda*.so" >/dev/null; then
     run_phase python_cuda 60 env PYTHONPATH="$py_pkg" KNOT_ROOT="$PWD" python3 -m pytest -q -p no:cacheprovider -rs \
       python/tests/test_cuda.py || true
     tail -n 3 "$LOGS/python_cuda.log" 2>/dev/null | tee -a "$SUMMARY" || true
+    run_phase python_bench 60 env PYTHONPATH="$py_pkg" python3 scripts/bench_python_batch.py 128 5 || true
+    grep -E '^(cuda|solved)' "$LOGS/python_bench.log" 2>/dev/null | tee -a "$SUMMARY" || true
   else
     say "phase 8: python/tests/test_cuda.py skipped: $(tail -n 1 "$LOGS/python_import.log")"
   fi

@@ -368,4 +368,12 @@ double ControlRateCost::accumulate(const StagePoint& p, const CostBlocks& out) c
   return s * W_.half_quadratic(u, p.u_prev);
 }
 
+std::shared_ptr<CostTerm> own_reference_copy(const std::shared_ptr<CostTerm>& c) {
+  if (c->reference() == nullptr) return c;
+  if (const auto* t = dynamic_cast<const StateCost*>(c.get())) return std::make_shared<StateCost>(*t);
+  if (const auto* t = dynamic_cast<const ControlCost*>(c.get())) return std::make_shared<ControlCost>(*t);
+  if (const auto* t = dynamic_cast<const EndEffectorCost*>(c.get())) return std::make_shared<EndEffectorCost>(*t);
+  return c;
+}
+
 }  // namespace knot::problems

@@ -647,8 +647,9 @@ NB_MODULE(_knot, m) {
       "The keyword options of Solver and ClosedLoop (the fields of the C++ SolverOptions; the LQ ones flat).");
 
   nb::class_<Problem>(m, "Problem",
-                      "A discretized optimal control problem, as load() reads it from a problem file. Solvers copy "
-                      "it, but share its cost terms: set_reference() on one is seen by the others.")
+                      "A discretized optimal control problem, as load() reads it from a problem file. Each solver "
+                      "copies it: set_reference(), set_bounds() and set_obstacle() on one change neither the "
+                      "Problem nor the others.")
       .def_ro("name", &Problem::name)
       .def_ro("description", &Problem::description)
       .def_ro("source", &Problem::source, "The problem file; empty when built otherwise.")

@@ -7,7 +7,10 @@
 
 #include <cstddef>
 
-#include "knot/solver/cuda/batch_cuda.hpp"
+// The device path's headers alone, not batch_cuda.hpp: the kernels then do not depend on the host
+// API (batch.hpp, solver.hpp, the problems' terms), whose edits would rebuild them for many minutes.
+#include "knot/solver/device/problem.hpp"
+#include "knot/solver/device/sqp.hpp"
 
 namespace knot::solver::cuda::detail {
 

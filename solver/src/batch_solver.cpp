@@ -82,24 +82,6 @@ std::string BatchOptions::validate() const {
   return {};
 }
 
-namespace {
-
-// The cost terms that hold a reference, copied so that each problem of the batch owns its own
-// (Solver::set_reference writes into the term). Terms without a reference are immutable and shared.
-// A reference-carrying type not listed here stays shared; set_reference refuses it (shared_costs).
-std::shared_ptr<problems::CostTerm> own_copy(const std::shared_ptr<problems::CostTerm>& c) {
-  if (c->reference() == nullptr) return c;
-  if (const auto* t = dynamic_cast<const problems::StateCost*>(c.get()))
-    return std::make_shared<problems::StateCost>(*t);
-  if (const auto* t = dynamic_cast<const problems::ControlCost*>(c.get()))
-    return std::make_shared<problems::ControlCost>(*t);
-  if (const auto* t = dynamic_cast<const problems::EndEffectorCost*>(c.get()))
-    return std::make_shared<problems::EndEffectorCost>(*t);
-  return c;
-}
-
-}  // namespace
-
 struct BatchSolver::Impl {
   BatchBackend backend = BatchBackend::Cpu;
   bool single = false;
@@ -302,14 +284,11 @@ BatchSolver::BatchSolver(problems::Problem problem, int batch_size, const BatchO
 
   if (m.path == BatchPath::Solvers) {
     for (const auto& c : problem.costs)
-      if (c->reference() != nullptr && own_copy(c) == c) m.shared_costs.push_back(c->info().name);
+      if (c->reference() != nullptr && problems::own_reference_copy(c) == c) m.shared_costs.push_back(c->info().name);
     m.solvers.reserve(static_cast<std::size_t>(batch_size));
-    for (int i = 0; i < batch_size; ++i) {
-      problems::Problem copy = problem;
-      for (auto& c : copy.costs) c = own_copy(c);
-      // Each Solver owns its bounded and obstacle terms (Solver::set_bounds, set_obstacle).
-      m.solvers.emplace_back(std::move(copy), solver_options);
-    }
+    // Each Solver owns its reference-carrying costs and its bounded and obstacle terms
+    // (Solver::set_reference, set_bounds, set_obstacle).
+    for (int i = 0; i < batch_size; ++i) m.solvers.emplace_back(problem, solver_options);
   } else {
     m.base = problem;
     m.models.assign(static_cast<std::size_t>(batch_size), problem.model);

@@ -172,6 +172,7 @@ Solver::Impl::Impl(problems::Problem p, const SolverOptions& options)
       integrator(*problem.model, problem.horizon.integrator),
       lq_solver(make_lq_solver(problem, opt)) {
   for (auto& c : problem.constraints) c = own_copy(c);
+  for (auto& c : problem.costs) c = problems::own_reference_copy(c);
   nx = problem.nx();
   nu = problem.nu();
   N = problem.horizon.N;

@@ -168,6 +168,24 @@ TEST(ClosedLoop, ATimedReferenceIsInterpolatedAtEachKnotsTime) {
   }
 }
 
+// The loop moves its solver's own reference: the Problem it was built from keeps the file's, so a
+// second loop (or solver) from that Problem starts from it.
+TEST(ClosedLoop, TheProblemKeepsItsReference) {
+  const problems::Problem p = load_config("iiwa14_mpc", {"mpc.steps=5", "mpc.duration=null"});
+  int track = -1;
+  for (std::size_t c = 0; c < p.costs.size(); ++c)
+    if (p.costs[c]->info().name == "track") track = static_cast<int>(c);
+  ASSERT_GE(track, 0);
+  const problems::Reference before = *p.costs[static_cast<std::size_t>(track)]->reference();
+  ClosedLoop loop(p);
+  loop.run();
+  const problems::Reference& moved = *loop.problem().costs[static_cast<std::size_t>(track)]->reference();
+  EXPECT_NE(moved.values, before.values);  // negative control: the loop's window did move
+  const problems::Reference& kept = *p.costs[static_cast<std::size_t>(track)]->reference();
+  EXPECT_EQ(kept.values, before.values);
+  EXPECT_EQ(kept.rows(), before.rows());
+}
+
 bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
 }

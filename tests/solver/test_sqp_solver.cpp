@@ -685,6 +685,24 @@ TEST(SqpSolver, SetReferenceMatchesAFreshProblem) {
   EXPECT_THROW(s.set_reference("goal", problems::Reference::constant({1, 2})), std::invalid_argument);
 }
 
+// A reference moved on one solver stays in it: the Problem keeps its reference and a second solver
+// built from that Problem solves bitwise as a solver that saw no change.
+TEST(SqpSolver, SetReferenceIsTheSolversOwn) {
+  const problems::Problem p = load_config("quadrotor_to_point");
+  const SolverOptions o = sqp_options(p);
+  const std::vector<double> before = p.costs[0]->reference()->values;
+  Solver moved(p, o), other(p, o), untouched(p, o);
+  moved.set_reference("goal", problems::Reference::constant({0.5, -1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(p.costs[0]->reference()->values, before);
+  EXPECT_NE(moved.problem().costs[0]->reference()->values, before);  // negative control: it did move
+  ASSERT_EQ(other.solve(), Status::Solved);
+  ASSERT_EQ(untouched.solve(), Status::Solved);
+  ASSERT_EQ(moved.solve(), Status::Solved);
+  EXPECT_EQ(other.solution().cost, untouched.solution().cost);
+  EXPECT_EQ(other.solution().x, untouched.solution().x);
+  EXPECT_NE(moved.solution().cost, other.solution().cost);
+}
+
 // ---- set_bounds and set_obstacle
 
 // What a Solver built on `p` gives from its default guess, or from (x, u) when given.

@@ -151,4 +151,9 @@ class ControlRateCost final : public CostTerm {
   Weight W_;
 };
 
+// A copy of `c` with a reference of its own, for a term whose reference is moved per solver (the
+// state, control and end_effector costs); `c` itself for a term without a reference, and for a
+// reference-carrying type this function does not know (it then stays shared).
+std::shared_ptr<CostTerm> own_reference_copy(const std::shared_ptr<CostTerm>& c);
+
 }  // namespace knot::problems

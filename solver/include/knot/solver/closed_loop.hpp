@@ -22,9 +22,10 @@
 // closed-loop cost sum_i sum_{running terms} l(x_i, u_i) with the term's dt scaling taken as T
 // (each applied control lasts T; terminal-only terms are not part of it).
 //
-// Everything is allocated at construction; step() and run() allocate nothing. The cost terms are
-// shared with the Problem (Solver::set_reference): a ClosedLoop moves their references while it
-// runs and puts the originals back when destroyed, so run one ClosedLoop per Problem at a time.
+// Everything is allocated at construction; step() and run() allocate nothing. The references a
+// ClosedLoop moves are its solver's own (Solver::set_reference), so several ClosedLoops may run from
+// one Problem at once; a reference-carrying cost of a user's own type stays shared with the Problem,
+// and for it the original reference is put back when the ClosedLoop is destroyed.
 #pragma once
 
 #include <array>

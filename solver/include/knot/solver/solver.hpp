@@ -96,8 +96,10 @@ class Solver {
   // Replaces the reference of the cost named `cost_name`. When `ref` has the current reference's
   // shape (dim and rows) the values are copied into place and nothing is allocated; otherwise the
   // term takes the new reference (allocating). Throws std::invalid_argument for an unknown name, a
-  // cost without a reference, or a wrong dim. The cost terms are shared with the Problem the solver
-  // was built from, which sees the change too.
+  // cost without a reference, or a wrong dim. The solver's state, control and end_effector costs are
+  // its own copies (made at construction), so the Problem it was built from and other solvers built
+  // from that keep their references; a reference-carrying cost type of another kind (a user's own
+  // CostTerm) stays shared with the Problem, which then sees the change.
   void set_reference(std::string_view cost_name, const problems::Reference& ref);
   // New bounds for the constraint term `constraint_name`: a control_box or state_box (one lower and
   // one upper value per entry, in its order), an end_effector_box (three each: the point's x, y, z)
