@@ -38,6 +38,18 @@ def test_set_reference_moves_the_optimum_and_back(cartpole_path):
     assert s.solution.cost == cost and np.array_equal(s.solution.x, x)
 
 
+def test_set_reference_is_the_solvers_own(cartpole_path):
+    problem = knot.load(cartpole_path)
+    moved, other = knot.Solver(problem), knot.Solver(problem)
+    moved.set_reference("state", [0.5, 0.0, 0.0, 0.0])
+    other.solve()
+    moved.solve()
+    fresh = knot.Solver(problem)  # built after the move: the Problem kept the file's reference
+    fresh.solve()
+    assert other.solution.cost == fresh.solution.cost and np.array_equal(other.solution.x, fresh.solution.x)
+    assert moved.solution.cost != other.solution.cost  # negative control: the move did change moved's
+
+
 def test_set_initial_guess_is_the_start(cartpole_path):
     s = knot.Solver(knot.load(cartpole_path))
     s.solve()
