@@ -88,7 +88,7 @@ def test_the_engine_describes_the_gpu_or_says_why_not(cartpole_path):
         return
     assert device["reason"]
     problem, options = gauss_newton(cartpole_path)
-    with pytest.raises(RuntimeError, match="BatchSolver: backend cuda: CUDA error"):
+    with pytest.raises(RuntimeError, match="BatchSolver: backend cuda: "):  # the engine's reason follows
         knot.BatchSolver(problem, 2, backend="cuda", **options)
 
 
