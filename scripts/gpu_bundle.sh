@@ -6,6 +6,7 @@
 # building here costs none.
 #
 #   scripts/gpu_bundle.sh [BUILD] [ARCHIVE]      # defaults: build/gpu, .gpu/bundle.tar.xz
+#                                                # (and ARCHIVE-python.tar.xz with knot._cuda)
 #
 # BUILD must have been configured as gpu_check.sh does (Release, KNOT_CUDA=ON, sm_90, tests and
 # benchmarks on; tools on for phase 7) and its GPU targets built.
@@ -21,9 +22,11 @@ for b in tests/cuda/test_gpu_linalg tests/cuda/test_gpu_factor tests/cuda/test_g
   if [ -x "$BUILD/$b" ]; then bins+=("$BUILD/$b"); else echo "gpu_bundle: $BUILD/$b not built; left out"; fi
 done
 (( ${#bins[@]} )) || { echo "gpu_bundle: nothing built in $BUILD" >&2; exit 1; }
-# The Python package with knot._cuda (gpu_check.sh's phase 8), where this build made one.
+# The Python package with knot._cuda (gpu_check.sh's phase 8), where this build made one: its own
+# archive beside ARCHIVE (about 20 MB), so that a run can leave it out of the 64 MiB it carries.
 py=()
 compgen -G "$BUILD/python/knot/_cuda*.so" >/dev/null && py=("$BUILD/python/knot")
+PY_ARCHIVE=${ARCHIVE%.tar.xz}-python.tar.xz
 # The libraries outside glibc, libstdc++ and CUDA's own (those come with the CUDA image).
 rm -rf "$BUILD/lib"
 mkdir -p "$BUILD/lib" "$(dirname "$ARCHIVE")"
@@ -31,5 +34,9 @@ ldd "${bins[@]}" ${py:+"$BUILD"/python/knot/_*.so} 2>/dev/null | awk '/=> \// {p
   { grep -v -E '^(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|ld-linux|libcu[A-Za-z]*|libnvJitLink)[.]' || true; } |
   while read -r name path; do cp -L "$path" "$BUILD/lib/$name"; done
 cp -L "$(ldd "${bins[0]}" | awk '/libcudart/ {print $3}')" "$BUILD/lib/" 2>/dev/null || true
-tar -cJf "$ARCHIVE" "${bins[@]}" ${py:+"${py[@]}"} "$BUILD/lib"
+tar -cJf "$ARCHIVE" "${bins[@]}" "$BUILD/lib"
+if (( ${#py[@]} )); then
+  tar -cJf "$PY_ARCHIVE" "${py[@]}"
+  echo "gpu_bundle: $PY_ARCHIVE ($(du -h "$PY_ARCHIVE" | cut -f1)): the Python package, for gpu_check.sh's phase 8"
+fi
 echo "gpu_bundle: $ARCHIVE ($(du -h "$ARCHIVE" | cut -f1)): ${#bins[@]} binaries, $(ls "$BUILD/lib" | wc -l) libraries"
