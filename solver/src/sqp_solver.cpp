@@ -376,8 +376,11 @@ bool Solver::Impl::end_acceptable(Status status) {
 // contraction is the barrier problem's KKT error at the new iterate over the error it started from,
 // both at the step's mu. After hessian_switch_window full Gauss-Newton steps in a row (step length 1:
 // the local regime, not the line search's) whose contractions multiply to more than
-// hessian_switch_ratio^window, this iterate is linearized again with the exact Hessian, whose steps
-// converge quadratically from there. False when that linearization failed (its status is set).
+// hessian_switch_ratio^window but less than 1, this iterate is linearized again with the exact
+// Hessian, whose steps converge quadratically from there. Full steps whose error grew (a product of
+// 1 or more) are no tail: far from a solution the exact Hessian is indefinite and its regularized
+// steps led iiwa14_reach at N = 128 (semi-implicit Euler) to max_iterations, where Gauss-Newton
+// alone solves it (scripts/compare_iiwa.py). False when that linearization failed (its status is set).
 // On every backend alike: the exact Hessian's stage blocks [Q S'; S R] are indefinite in general even
 // at a minimizer, which the Schur backends answer by their Riccati fallback (LqOptions::riccati_fallback).
 bool Solver::Impl::choose_hessian(const Residuals& res, int iter) {
@@ -390,7 +393,7 @@ bool Solver::Impl::choose_hessian(const Residuals& res, int iter) {
   if (exact_now || full_steps < window) return true;
   double product = 1;
   for (int j = iter - window; j < iter; ++j) product *= contraction[static_cast<std::size_t>(j)];
-  if (!(product > std::pow(opt.hessian_switch_ratio, window))) return true;
+  if (!(product > std::pow(opt.hessian_switch_ratio, window) && product < 1.0)) return true;
   exact_now = true;
   const Clock::time_point t = Clock::now();
   const bool ok = linearize();

@@ -70,8 +70,8 @@ struct SolverOptions {
   // hessian auto: an iterate switches to the exact Hessian after hessian_switch_window full
   // Gauss-Newton steps (step length 1) in a row whose contractions of the barrier problem's KKT error
   // (error after / error before, at the step's mu) multiply to more than
-  // hessian_switch_ratio^hessian_switch_window: Gauss-Newton's linear tail, at a rate the left-out
-  // curvature sets. It returns to Gauss-Newton after an exact step that needed regularization or the
+  // hessian_switch_ratio^hessian_switch_window and less than 1: Gauss-Newton's linear tail, at a
+  // rate the left-out curvature sets (full steps whose error grew are no tail). It returns to Gauss-Newton after an exact step that needed regularization or the
   // feasibility fallback (the exact Hessian is indefinite away from a minimizer). Each solve() starts
   // with Gauss-Newton; a real-time iteration (one step per call) never switches. On the Schur
   // backends (bdsv, pcg) the indefinite exact steps take their Riccati fallback (docs/solver-lq.md).

@@ -904,8 +904,8 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
     }
 
     // hessian auto (Solver::Impl::choose_hessian): after hessian_switch_window full Gauss-Newton steps
-    // in a row whose contractions of the KKT error multiply to more than ratio^window, this iterate
-    // is linearized again with the exact Hessian.
+    // in a row whose contractions of the KKT error multiply to more than ratio^window and less than
+    // 1, this iterate is linearized again with the exact Hessian.
     if (o.hessian == 2 && iter > 0) {
       const bool full_gauss_newton = !last_exact && !last_restoration && last_step == 1.0;
       if (rank == 0) a.contraction[iter - 1] = step_error > T(0) ? r_be / step_error : T(0);
@@ -916,7 +916,7 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
         T product = T(1);
         for (int j = iter - window; j < iter; ++j) product *= a.contraction[j];
         using std::pow;
-        if (product > T(pow(o.hessian_switch_ratio, double(window)))) {
+        if (product > T(pow(o.hessian_switch_ratio, double(window))) && product < T(1)) {
           exact_now = true;
           if (!linearize_iterate()) {
             write_row();
