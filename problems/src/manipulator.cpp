@@ -9,6 +9,7 @@
 #include "knot/problems/error.hpp"
 #include "knot/problems/integrator.hpp"
 #include "knot/problems/robot/dynamics.hpp"
+#include "knot/problems/robot/step_hessian.hpp"
 
 namespace knot::problems {
 namespace {
@@ -107,25 +108,26 @@ void Manipulator::dynamics_jacobian(ModelData& data, const double* x, const doub
                                       workspace(data));
 }
 
-// Sweep j0 / kW seeds direction j = j0 + k of w = (x, u) in tangent component k; component k of
-// A's and B's tangents is then d[A | B]/dw_j, and G(i, j) = lambda' d[A | B](:, i)/dw_j.
-//
-// f is affine in u (qdd = M^-1 (u - c), q' = qd), and so are the Euler step x + dt f and the
-// semi-implicit one (v+ = v + dt qdd, q+ = q + dt v+): their d2F/du2 is zero, and only the nx state
-// directions are seeded (two sweeps instead of three on the iiwa14). RK4's stage points move with u,
-// so it seeds all nx + nu.
+// The Euler family contracts with lambda first (robot::euler_step_hessian, step_hessian.hpp). RK4's
+// stage points move with u and every stage's qdd, so it takes forward mode over the whole step
+// Jacobian: sweep j0 / kW seeds direction j = j0 + k of w = (x, u) in tangent component k; component
+// k of A's and B's tangents is then d[A | B]/dw_j, and G(i, j) = lambda' d[A | B](:, i)/dw_j.
 SecondOrderStatus Manipulator::step_hessian(ModelData& data, IntegratorType type, const double* x, const double* u,
                                             double dt, const double* lambda, double* H) const {
   const robot::RobotData& r = robot_.data;
   const int n = r.n, nx = 2 * n, nw = 3 * n;
-  const int nd = type == IntegratorType::Euler || type == IntegratorType::SemiImplicitEuler ? nx : nw;
   SecondOrderScratch& s = second_order(data);
+  if (type == IntegratorType::Euler || type == IntegratorType::SemiImplicitEuler)
+    return robot::euler_step_hessian<kW>(r, type == IntegratorType::SemiImplicitEuler, x, u, dt, lambda, H,
+                                         s.G.data(), s.ws, s.A.data())
+               ? SecondOrderStatus::Ok
+               : SecondOrderStatus::NonFinite;
   const auto jac = [&](const D* xs, const D* us, D* f, D* fx, D* fu) {
     manipulator_jacobian(r, s.ws, xs, us, f, fx, fu);
   };
   bool finite = true;
-  for (int j0 = 0; j0 < nd; j0 += kW) {
-    const int w = std::min(kW, nd - j0);
+  for (int j0 = 0; j0 < nw; j0 += kW) {
+    const int w = std::min(kW, nw - j0);
     for (int i = 0; i < nx; ++i) s.x[i] = D(x[i]);
     for (int i = 0; i < n; ++i) s.u[i] = D(u[i]);
     for (int k = 0; k < w; ++k) {
@@ -145,14 +147,12 @@ SecondOrderStatus Manipulator::step_hessian(ModelData& data, IntegratorType type
     }
     for (int i = 0; i < nx; ++i) finite = finite && std::isfinite(s.y[i].v);
   }
-  for (std::size_t e = 0; e < std::size_t(nw) * nd; ++e) finite = finite && std::isfinite(s.G[e]);
-  for (std::size_t e = 0; e < std::size_t(nw) * nw; ++e) H[e] = 0.0;
-  // The seeded block averaged with its mirror; the rows of unseeded directions copied to their columns.
-  for (int j = 0; j < nd; ++j) {
+  for (std::size_t e = 0; e < std::size_t(nw) * nw; ++e) finite = finite && std::isfinite(s.G[e]);
+  // Each mirrored pair set to its mean, so H is symmetric bit for bit.
+  for (int j = 0; j < nw; ++j) {
     H[j + std::size_t(j) * nw] = s.G[j + std::size_t(j) * nw];
     for (int i = j + 1; i < nw; ++i) {
-      const double g = s.G[i + std::size_t(j) * nw];
-      const double v = i < nd ? 0.5 * (g + s.G[j + std::size_t(i) * nw]) : g;
+      const double v = 0.5 * (s.G[i + std::size_t(j) * nw] + s.G[j + std::size_t(i) * nw]);
       H[i + std::size_t(j) * nw] = v;
       H[j + std::size_t(i) * nw] = v;
     }

@@ -1,5 +1,5 @@
 // The manipulator's second derivatives (models/manipulator.hpp): the integrator step's Hessian
-// lambda' d2F for every explicit scheme and the end-effector terms' curvature, by forward mode over
+// lambda' d2F for every explicit scheme (the Euler family's by robot/step_hessian.hpp) and the end-effector terms' curvature, by forward mode over
 // the analytic first derivatives, on the iiwa14 (a 7-joint chain) and on a branching tree with a
 // prismatic joint (tests/data/torso_two_arms.urdf), each against central differences of the
 // analytic gradient, with bitwise symmetry and negative controls.
@@ -188,10 +188,46 @@ TEST(ManipulatorStepHessian, ImplicitSchemesAreUnsupportedAndLeaveHUntouched) {
 TEST(ManipulatorStepHessian, NonFiniteIsAStatus) {
   Rng rng(53);
   const Robot r = robots()[0];
-  Integrator in(*r.model, IntegratorType::Rk4);
-  Vec w = random_point(rng, *r.model);
-  w[1] = std::numeric_limits<double>::infinity();
-  step_hessian(in, *r.model, w, Vec::Ones(r.model->nx()), 0.02, SecondOrderStatus::NonFinite);
+  for (IntegratorType t : kExplicit) {
+    SCOPED_TRACE(std::string(to_string(t)));
+    Integrator in(*r.model, t);
+    Vec w = random_point(rng, *r.model);
+    w[1] = std::numeric_limits<double>::infinity();
+    step_hessian(in, *r.model, w, Vec::Ones(r.model->nx()), 0.02, SecondOrderStatus::NonFinite);
+    w[1] = 0.3;
+    w[r.model->nx() + 2] = std::numeric_limits<double>::quiet_NaN();  // an effort
+    step_hessian(in, *r.model, w, Vec::Ones(r.model->nx()), 0.02, SecondOrderStatus::NonFinite);
+  }
+}
+
+// acceleration_gradient (the Euler family's contracted row) against the plain analytic Jacobians:
+// g = [dqdd/dq' mu; dqdd/dqd' mu; dqdd/dtau' mu], and a wrong mu is told apart.
+TEST(ManipulatorStepHessian, AccelerationGradientIsTheContractedJacobian) {
+  Rng rng(57);
+  for (const Robot& rb : robots()) {
+    SCOPED_TRACE(rb.name);
+    const robot::RobotData& r = dynamic_cast<const Manipulator&>(*rb.model).robot().data;
+    const int n = r.n;
+    const Vec w = random_point(rng, *rb.model);
+    const Vec mu = 10 * rng.vector(n);
+    auto ws = std::make_unique<robot::Workspace<double>>();
+    Vec qdd(n), g(3 * n);
+    Mat dq(n, n), dqd(n, n), dtau(n, n);
+    ASSERT_EQ(robot::forward_dynamics_derivatives(r, w.data(), w.data() + n, w.data() + 2 * n, qdd.data(), dq.data(),
+                                                  dqd.data(), dtau.data(), n, *ws),
+              0);
+    Vec expect(3 * n);
+    expect << dq.transpose() * mu, dqd.transpose() * mu, dtau.transpose() * mu;
+    ASSERT_EQ(robot::acceleration_gradient(r, w.data(), w.data() + n, w.data() + 2 * n, mu.data(), g.data(), *ws), 0);
+    const double scale = std::max(1.0, expect.cwiseAbs().maxCoeff());
+    EXPECT_LE((g - expect).cwiseAbs().maxCoeff(), 1e-12 * scale) << g.transpose() << "\n" << expect.transpose();
+    Vec other = mu;
+    other[n - 1] += 1e-6;
+    Vec h(3 * n);
+    ASSERT_EQ(robot::acceleration_gradient(r, w.data(), w.data() + n, w.data() + 2 * n, other.data(), h.data(), *ws),
+              0);
+    EXPECT_GT((h - expect).cwiseAbs().maxCoeff(), 1e-11 * scale) << "negative control";
+  }
 }
 
 // The dual path through the dynamics (the templated Cholesky of M instead of linalg's) gives the

@@ -206,6 +206,17 @@ KNOT_HD bool explicit_step_jacobian(IntegratorType type, bool discrete, int n, i
           A[e] = i < nq ? S(i == j ? 1.0 : 0.0) : (i == j ? 1.0 : 0.0) + dt * fx[e];
         }
       for (std::size_t e = 0; e < nm; ++e) B[e] = e % std::size_t(n) < std::size_t(nq) ? S(0.0) : dt * fu[e];
+      if (velocity_rows) {
+        // f_q(y, u) = v+: q+ = q + dt v+, and the q rows of A and B take dt times their v+ rows. The
+        // same numbers as the general form below (whose K rows i < nq are these copies), without
+        // the model's second evaluation: half the cost of a manipulator's exact step Hessian.
+        for (int i = 0; i < nq; ++i) y[i] += dt * y[nq + i];
+        for (int j = 0; j < n; ++j)
+          for (int i = 0; i < nq; ++i) A[i + std::size_t(j) * n] += dt * A[nq + i + std::size_t(j) * n];
+        for (int j = 0; j < m; ++j)
+          for (int i = 0; i < nq; ++i) B[i + std::size_t(j) * n] += dt * B[nq + i + std::size_t(j) * n];
+        return true;
+      }
       jac(y, u, f, fx, fu);
       for (int i = 0; i < nq; ++i) y[i] += dt * f[i];
       chain(A, B);

@@ -9,12 +9,13 @@
 // When M(q) cannot be factored (not finite), f and the Jacobians come back NaN, which the
 // integrator reports as a status.
 //
-// Second order, exact to rounding, by forward mode over the analytic first derivatives: the
-// integrator step's Jacobian (explicit_step_jacobian, integrator.hpp) runs on dual numbers carrying
-// kSecondOrderWidth of the nx + nu unit directions of w = (x, u) at a time, through the templated
-// derivative sweep and mass-matrix Cholesky, so d/dw_j of the gradient [A' lambda; B' lambda] is
-// column j of lambda' d2F; the mirrored pairs are then averaged, so the Hessian is symmetric bit
-// for bit. Frame curvature (add_frame_curvature) differentiates the point Jacobian the same way.
+// Second order, exact to rounding, by forward mode over the analytic first derivatives, on dual
+// numbers carrying kSecondOrderWidth unit directions of w = (x, u) at a time through the templated
+// derivative sweep and mass-matrix Cholesky. Euler and semi-implicit Euler differentiate the
+// contracted gradient of mu' qdd (robot/step_hessian.hpp: one solve with mu instead of M^-1 and
+// its products); RK4 differentiates the whole step Jacobian (explicit_step_jacobian, integrator.hpp),
+// whose d/dw_j of [A' lambda; B' lambda] is column j of lambda' d2F. The mirrored pairs are then
+// averaged, so the Hessian is symmetric bit for bit. Frame curvature (add_frame_curvature) differentiates the point Jacobian the same way.
 #pragma once
 
 #include <memory>

@@ -8,8 +8,9 @@
 //   Q = sym(Q) + H_xx, R = sym(R) + H_uu, S += H_ux   (sym: each mirrored pair set to its mean)
 //
 // Every piece repeats the host's arithmetic operation for operation: the manipulator's step by
-// forward mode over its analytic first derivatives (Manipulator::step_hessian: explicit_step_jacobian
-// on duals of Manipulator::kSecondOrderWidth directions), the ModelAdapter models' by one evaluation
+// forward mode over its analytic first derivatives (Manipulator::step_hessian: for the Euler family
+// robot::euler_step_hessian, the host's own function; for RK4 explicit_step_jacobian on duals of
+// Manipulator::kSecondOrderWidth directions), the ModelAdapter models' by one evaluation
 // of explicit_step on HyperDual (ModelAdapter::second_order), the frame curvature as
 // Manipulator::add_frame_curvature (end-effector costs and constraints), the expression terms' as
 // TermExpressions::curvature. So in
@@ -34,6 +35,7 @@
 #include "knot/problems/hyperdual.hpp"
 #include "knot/problems/integrator.hpp"
 #include "knot/problems/models/manipulator.hpp"
+#include "knot/problems/robot/step_hessian.hpp"
 #include "knot/solver/device/problem.hpp"
 
 namespace knot::solver::device {
@@ -137,10 +139,13 @@ struct StepHessianFn {
     const robot::RobotData& r = *m.r;
     const int n = r.n, nx = 2 * n, nw = 3 * n;
     const problems::IntegratorType type = P->integrator;
-    const int nd =
-        type == problems::IntegratorType::Euler || type == problems::IntegratorType::SemiImplicitEuler ? nx : nw;
     D* ws = reinterpret_cast<D*>(region);
     D* xs = reinterpret_cast<D*>(region + align16(sizeof(robot::Workspace<D>)));
+    if (type == problems::IntegratorType::Euler || type == problems::IntegratorType::SemiImplicitEuler) {
+      KNOT_ROBOT_WORKSPACE(D, rws, ws);
+      return robot::euler_step_hessian<kW>(r, type == problems::IntegratorType::SemiImplicitEuler, x, u, P->dt, lam,
+                                           H, G, rws, xs);
+    }
     D* us = xs + nx;
     D* y = us + n;
     D* A = y + nx;
@@ -148,8 +153,8 @@ struct StepHessianFn {
     D* work = B + std::size_t(nx) * n;
     const auto jac = [&](const D* xa, const D* ua, D* f, D* fx, D* fu) { model_jac(m, xa, ua, f, fx, fu, ws); };
     bool ok = true;
-    for (int j0 = 0; j0 < nd; j0 += kW) {
-      const int w = nd - j0 < kW ? nd - j0 : kW;
+    for (int j0 = 0; j0 < nw; j0 += kW) {  // RK4: every direction of w = (x, u)
+      const int w = nw - j0 < kW ? nw - j0 : kW;
       for (int i = 0; i < nx; ++i) xs[i] = D(x[i]);
       for (int i = 0; i < n; ++i) us[i] = D(u[i]);
       for (int k = 0; k < w; ++k) {
@@ -168,13 +173,11 @@ struct StepHessianFn {
       }
       for (int i = 0; i < nx; ++i) ok = ok && finite(y[i].v);
     }
-    for (std::size_t e = 0; e < std::size_t(nw) * nd; ++e) ok = ok && finite(G[e]);
-    for (std::size_t e = 0; e < std::size_t(nw) * nw; ++e) H[e] = 0.0;
-    for (int j = 0; j < nd; ++j) {
+    for (std::size_t e = 0; e < std::size_t(nw) * nw; ++e) ok = ok && finite(G[e]);
+    for (int j = 0; j < nw; ++j) {
       H[j + std::size_t(j) * nw] = G[j + std::size_t(j) * nw];
       for (int i = j + 1; i < nw; ++i) {
-        const double g = G[i + std::size_t(j) * nw];
-        const double v = i < nd ? 0.5 * (g + G[j + std::size_t(i) * nw]) : g;
+        const double v = 0.5 * (G[i + std::size_t(j) * nw] + G[j + std::size_t(i) * nw]);
         H[i + std::size_t(j) * nw] = v;
         H[j + std::size_t(i) * nw] = v;
       }
