@@ -17,11 +17,10 @@ namespace {
 constexpr int kW = Manipulator::kSecondOrderWidth;
 using D = Dual<double, Tangent<double, kW>>;
 
-// Dual copies of the step's inputs and outputs and the scratch of the second-order evaluations,
-// sized for the robot at make_data.
+// The scratch of the second-order evaluations, sized for the robot at make_data.
 struct SecondOrderScratch {
   robot::Workspace<D> ws;
-  std::vector<D> x, u, y, A, B, work;
+  std::vector<D> duals;   // robot::step_hessian_duals(n) (the frame curvature takes 4 n of them)
   std::vector<double> G;  // the raw d/dw_j of the gradient, before the mirrored pairs are averaged
 };
 
@@ -32,18 +31,6 @@ struct ManipulatorData final : ModelData {
 
 robot::Workspace<double>& workspace(ModelData& data) { return static_cast<ManipulatorData&>(data).ws; }
 SecondOrderScratch& second_order(ModelData& data) { return *static_cast<ManipulatorData&>(data).second; }
-
-// f = [qd; qdd] and its Jacobians on any scalar, as Manipulator::dynamics_jacobian writes them.
-template <class T>
-void manipulator_jacobian(const robot::RobotData& r, robot::Workspace<T>& w, const T* x, const T* u, T* f, T* fx,
-                          T* fu) {
-  const int n = r.n, nx = 2 * n;
-  for (int i = 0; i < n; ++i) f[i] = x[n + i];
-  for (int k = 0; k < nx * nx; ++k) fx[k] = T(0.0);
-  for (int k = 0; k < nx * n; ++k) fu[k] = T(0.0);
-  for (int i = 0; i < n; ++i) fx[i + (n + i) * nx] = T(1.0);
-  robot::forward_dynamics_derivatives(r, x, x + n, u, f + n, fx + n, fx + n + n * nx, fu + n, nx, w);
-}
 
 // Adds the average of G's mirrored pairs to H's (G n x n, ld n; H ld ldh): equal numbers to H(i, j)
 // and H(j, i), which keeps a symmetric H symmetric bit for bit.
@@ -77,15 +64,10 @@ std::vector<std::string> Manipulator::control_names() const {
 
 std::unique_ptr<ModelData> Manipulator::make_data() const {
   auto d = std::make_unique<ManipulatorData>();
-  const int n = robot_.data.n, nx = 2 * n, nw = 3 * n;
+  const int n = robot_.data.n, nw = 3 * n;
   d->second = std::make_unique<SecondOrderScratch>();
   SecondOrderScratch& s = *d->second;
-  s.x.assign(nx, D{});
-  s.u.assign(n, D{});
-  s.y.assign(nx, D{});
-  s.A.assign(std::size_t(nx) * nx, D{});
-  s.B.assign(std::size_t(nx) * n, D{});
-  s.work.assign(explicit_step_jacobian_work(nx, n), D{});
+  s.duals.assign(robot::step_hessian_duals(n), D{});
   s.G.assign(std::size_t(nw) * nw, 0.0);
   return d;
 }
@@ -98,66 +80,14 @@ void Manipulator::dynamics(ModelData& data, const double* x, const double* u, do
 
 void Manipulator::dynamics_jacobian(ModelData& data, const double* x, const double* u, double* f, double* fx,
                                     double* fu) const {
-  const int n = robot_.data.n, nx = 2 * n;
-  for (int i = 0; i < n; ++i) f[i] = x[n + i];
-  for (int k = 0; k < nx * nx; ++k) fx[k] = 0.0;
-  for (int k = 0; k < nx * n; ++k) fu[k] = 0.0;
-  for (int i = 0; i < n; ++i) fx[i + (n + i) * nx] = 1.0;
-  // The lower blocks are written in place: dqdd/dq at rows n.., columns 0..; dqdd/dqd at columns n...
-  robot::forward_dynamics_derivatives(robot_.data, x, x + n, u, f + n, fx + n, fx + n + n * nx, fu + n, nx,
-                                      workspace(data));
+  robot::state_jacobian(robot_.data, x, u, f, fx, fu, workspace(data));
 }
 
-// The Euler family contracts with lambda first (robot::euler_step_hessian, step_hessian.hpp). RK4's
-// stage points move with u and every stage's qdd, so it takes forward mode over the whole step
-// Jacobian: sweep j0 / kW seeds direction j = j0 + k of w = (x, u) in tangent component k; component
-// k of A's and B's tangents is then d[A | B]/dw_j, and G(i, j) = lambda' d[A | B](:, i)/dw_j.
+// robot::step_hessian (step_hessian.hpp), which the device path runs too.
 SecondOrderStatus Manipulator::step_hessian(ModelData& data, IntegratorType type, const double* x, const double* u,
                                             double dt, const double* lambda, double* H) const {
-  const robot::RobotData& r = robot_.data;
-  const int n = r.n, nx = 2 * n, nw = 3 * n;
   SecondOrderScratch& s = second_order(data);
-  if (type == IntegratorType::Euler || type == IntegratorType::SemiImplicitEuler)
-    return robot::euler_step_hessian<kW>(r, type == IntegratorType::SemiImplicitEuler, x, u, dt, lambda, H,
-                                         s.G.data(), s.ws, s.A.data())
-               ? SecondOrderStatus::Ok
-               : SecondOrderStatus::NonFinite;
-  const auto jac = [&](const D* xs, const D* us, D* f, D* fx, D* fu) {
-    manipulator_jacobian(r, s.ws, xs, us, f, fx, fu);
-  };
-  bool finite = true;
-  for (int j0 = 0; j0 < nw; j0 += kW) {
-    const int w = std::min(kW, nw - j0);
-    for (int i = 0; i < nx; ++i) s.x[i] = D(x[i]);
-    for (int i = 0; i < n; ++i) s.u[i] = D(u[i]);
-    for (int k = 0; k < w; ++k) {
-      const int j = j0 + k;
-      (j < nx ? s.x[j] : s.u[j - nx]).d[k] = 1.0;
-    }
-    if (!explicit_step_jacobian(type, false, nx, n, n, true, jac, s.x.data(), s.u.data(), dt, s.y.data(), s.A.data(),
-                                s.B.data(), s.work.data()))
-      return SecondOrderStatus::Unsupported;
-    for (int i = 0; i < nw; ++i) {
-      const D* col = i < nx ? s.A.data() + std::size_t(i) * nx : s.B.data() + std::size_t(i - nx) * nx;
-      for (int k = 0; k < w; ++k) {
-        double acc = 0.0;
-        for (int q = 0; q < nx; ++q) acc += lambda[q] * col[q].d[k];
-        s.G[i + std::size_t(j0 + k) * nw] = acc;
-      }
-    }
-    for (int i = 0; i < nx; ++i) finite = finite && std::isfinite(s.y[i].v);
-  }
-  for (std::size_t e = 0; e < std::size_t(nw) * nw; ++e) finite = finite && std::isfinite(s.G[e]);
-  // Each mirrored pair set to its mean, so H is symmetric bit for bit.
-  for (int j = 0; j < nw; ++j) {
-    H[j + std::size_t(j) * nw] = s.G[j + std::size_t(j) * nw];
-    for (int i = j + 1; i < nw; ++i) {
-      const double v = 0.5 * (s.G[i + std::size_t(j) * nw] + s.G[j + std::size_t(i) * nw]);
-      H[i + std::size_t(j) * nw] = v;
-      H[j + std::size_t(i) * nw] = v;
-    }
-  }
-  return finite ? SecondOrderStatus::Ok : SecondOrderStatus::NonFinite;
+  return robot::step_hessian<kW>(robot_.data, type, x, u, dt, lambda, H, s.G.data(), s.ws, s.duals.data());
 }
 
 ModelLimits Manipulator::limits() const {
@@ -222,8 +152,8 @@ bool Manipulator::add_frame_curvature(ModelData& data, const double* x, int fram
   D in_body[3];
   for (int k = 0; k < 3; ++k)
     in_body[k] = D(f.p[k] + f.R[k] * offset[0] + f.R[k + 3] * offset[1] + f.R[k + 6] * offset[2]);
-  D* q = s.x.data();
-  D* J = s.A.data();       // 3 x n, ld 3 (A holds (2n)^2 >= 3 n duals)
+  D* q = s.duals.data();
+  D* J = q + n;            // 3 x n, ld 3
   double* G = s.G.data();  // n x n, ld n
   for (int j0 = 0; j0 < n; j0 += kW) {
     const int w = std::min(kW, n - j0);

@@ -1,8 +1,8 @@
 // The manipulator's second derivatives (models/manipulator.hpp): the integrator step's Hessian
-// lambda' d2F for every explicit scheme (the Euler family's by robot/step_hessian.hpp) and the end-effector terms' curvature, by forward mode over
-// the analytic first derivatives, on the iiwa14 (a 7-joint chain) and on a branching tree with a
-// prismatic joint (tests/data/torso_two_arms.urdf), each against central differences of the
-// analytic gradient, with bitwise symmetry and negative controls.
+// lambda' d2F for every explicit scheme (robot/step_hessian.hpp) and the end-effector terms'
+// curvature, by forward mode over the analytic first derivatives, on the iiwa14 (a 7-joint chain)
+// and on a branching tree with a prismatic joint (tests/data/torso_two_arms.urdf), each against
+// central differences of the analytic gradient, with bitwise symmetry and negative controls.
 //
 // Tolerance from the differences' own error model: with h = eps^(1/3) max(1, |w|) their error is
 // truncation (h^2 / 6 |g'''|) plus rounding (~ eps |g| / h), both unknown constants times the

@@ -209,7 +209,7 @@ KNOT_HD bool explicit_step_jacobian(IntegratorType type, bool discrete, int n, i
       if (velocity_rows) {
         // f_q(y, u) = v+: q+ = q + dt v+, and the q rows of A and B take dt times their v+ rows. The
         // same numbers as the general form below (whose K rows i < nq are these copies), without
-        // the model's second evaluation: half the cost of a manipulator's exact step Hessian.
+        // the model's second evaluation (the step Jacobian's cost halves).
         for (int i = 0; i < nq; ++i) y[i] += dt * y[nq + i];
         for (int j = 0; j < n; ++j)
           for (int i = 0; i < nq; ++i) A[i + std::size_t(j) * n] += dt * A[nq + i + std::size_t(j) * n];

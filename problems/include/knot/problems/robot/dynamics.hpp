@@ -958,6 +958,20 @@ KNOT_HD int forward_dynamics_derivatives(const RobotData& r, const T* q, const T
   return 0;
 }
 
+// The state-space form x = [q; qd], f = [qd; qdd] and its Jacobians (fx nx x nx, fu nx x n,
+// column-major, nx = 2n): Manipulator::dynamics_jacobian and the device path's model_jac on any
+// scalar. Returns forward_dynamics_derivatives' status.
+template <class T>
+KNOT_HD int state_jacobian(const RobotData& r, const T* x, const T* u, T* f, T* fx, T* fu, Workspace<T>& w) {
+  const int n = r.n, nx = 2 * n;
+  for (int i = 0; i < n; ++i) f[i] = x[n + i];
+  for (int k = 0; k < nx * nx; ++k) fx[k] = T(0.0);
+  for (int k = 0; k < nx * n; ++k) fu[k] = T(0.0);
+  for (int i = 0; i < n; ++i) fx[i + (n + i) * nx] = T(1.0);
+  // The lower blocks in place: dqdd/dq at rows n.., columns 0..; dqdd/dqd at columns n...
+  return forward_dynamics_derivatives(r, x, x + n, u, f + n, fx + n, fx + n + n * nx, fu + n, nx, w);
+}
+
 // g = the gradient of mu' qdd(q, qd, tau) over (q, qd, tau) (3n; mu a constant n-vector):
 //   g = [-(dtau/dq)' nu; -(dtau/dqd)' nu; nu],   nu = M^-1 mu,   dtau/d. taken at qdd,
 // because dqdd/d(q, qd) = -M^-1 dtau/d(q, qd) and dqdd/dtau = M^-1. One solve with mu in place of

@@ -8,9 +8,8 @@
 //   Q = sym(Q) + H_xx, R = sym(R) + H_uu, S += H_ux   (sym: each mirrored pair set to its mean)
 //
 // Every piece repeats the host's arithmetic operation for operation: the manipulator's step by
-// forward mode over its analytic first derivatives (Manipulator::step_hessian: for the Euler family
-// robot::euler_step_hessian, the host's own function; for RK4 explicit_step_jacobian on duals of
-// Manipulator::kSecondOrderWidth directions), the ModelAdapter models' by one evaluation
+// forward mode over its analytic first derivatives (robot::step_hessian, the host's own function,
+// on duals of Manipulator::kSecondOrderWidth directions), the ModelAdapter models' by one evaluation
 // of explicit_step on HyperDual (ModelAdapter::second_order), the frame curvature as
 // Manipulator::add_frame_curvature (end-effector costs and constraints), the expression terms' as
 // TermExpressions::curvature. So in
@@ -96,9 +95,8 @@ struct HessianLayout {
     std::size_t region = 0;
     const auto need = [&region](std::size_t b) { region = b > region ? b : region; };
     if (P.model == ModelKind::Manipulator) {
-      const std::size_t n = std::size_t(P.nq), mx = 2 * n, dual = sizeof(ManipulatorDual);
-      const std::size_t duals = mx + n + mx + mx * mx + mx * n + problems::explicit_step_jacobian_work(int(mx), int(n));
-      need(align16(sizeof(robot::Workspace<ManipulatorDual>)) + duals * dual);
+      const std::size_t n = std::size_t(P.nq), dual = sizeof(ManipulatorDual);
+      need(align16(sizeof(robot::Workspace<ManipulatorDual>)) + robot::step_hessian_duals(int(n)) * dual);
       // The end-effector cost: its double kinematics, then the dual point and its Jacobian.
       need(align16(sizeof(robot::Workspace<double>)) + align16(sizeof(robot::Workspace<ManipulatorDual>)) +
            (n + 3 * n + 3) * dual);
@@ -131,58 +129,15 @@ struct StepHessianFn {
   double *H, *G;
   unsigned char* region;
 
-  // Manipulator::step_hessian. (Each model's piece is a function of its own on the GPU: inlined into
-  // one, ptxas took over 10 minutes and 20 GB on it.)
+  // Manipulator::step_hessian: robot::step_hessian, the host's own function. (Each model's piece is
+  // a function of its own on the GPU: inlined into one, ptxas took over 10 minutes and 20 GB on it.)
   KNOT_HD_NOINLINE bool operator()(const ManipulatorModel& m) const {
     using D = ManipulatorDual;
-    constexpr int kW = kManipulatorWidth;
-    const robot::RobotData& r = *m.r;
-    const int n = r.n, nx = 2 * n, nw = 3 * n;
-    const problems::IntegratorType type = P->integrator;
     D* ws = reinterpret_cast<D*>(region);
-    D* xs = reinterpret_cast<D*>(region + align16(sizeof(robot::Workspace<D>)));
-    if (type == problems::IntegratorType::Euler || type == problems::IntegratorType::SemiImplicitEuler) {
-      KNOT_ROBOT_WORKSPACE(D, rws, ws);
-      return robot::euler_step_hessian<kW>(r, type == problems::IntegratorType::SemiImplicitEuler, x, u, P->dt, lam,
-                                           H, G, rws, xs);
-    }
-    D* us = xs + nx;
-    D* y = us + n;
-    D* A = y + nx;
-    D* B = A + std::size_t(nx) * nx;
-    D* work = B + std::size_t(nx) * n;
-    const auto jac = [&](const D* xa, const D* ua, D* f, D* fx, D* fu) { model_jac(m, xa, ua, f, fx, fu, ws); };
-    bool ok = true;
-    for (int j0 = 0; j0 < nw; j0 += kW) {  // RK4: every direction of w = (x, u)
-      const int w = nw - j0 < kW ? nw - j0 : kW;
-      for (int i = 0; i < nx; ++i) xs[i] = D(x[i]);
-      for (int i = 0; i < n; ++i) us[i] = D(u[i]);
-      for (int k = 0; k < w; ++k) {
-        const int j = j0 + k;
-        (j < nx ? xs[j] : us[j - nx]).d[k] = 1.0;
-      }
-      if (!problems::explicit_step_jacobian(type, false, nx, n, n, true, jac, xs, us, P->dt, y, A, B, work))
-        return false;
-      for (int i = 0; i < nw; ++i) {
-        const D* col = i < nx ? A + std::size_t(i) * nx : B + std::size_t(i - nx) * nx;
-        for (int k = 0; k < w; ++k) {
-          double acc = 0.0;
-          for (int q = 0; q < nx; ++q) acc += lam[q] * col[q].d[k];
-          G[i + std::size_t(j0 + k) * nw] = acc;
-        }
-      }
-      for (int i = 0; i < nx; ++i) ok = ok && finite(y[i].v);
-    }
-    for (std::size_t e = 0; e < std::size_t(nw) * nw; ++e) ok = ok && finite(G[e]);
-    for (int j = 0; j < nw; ++j) {
-      H[j + std::size_t(j) * nw] = G[j + std::size_t(j) * nw];
-      for (int i = j + 1; i < nw; ++i) {
-        const double v = 0.5 * (G[i + std::size_t(j) * nw] + G[j + std::size_t(i) * nw]);
-        H[i + std::size_t(j) * nw] = v;
-        H[j + std::size_t(i) * nw] = v;
-      }
-    }
-    return ok;
+    D* duals = reinterpret_cast<D*>(region + align16(sizeof(robot::Workspace<D>)));
+    KNOT_ROBOT_WORKSPACE(D, rws, ws);
+    return robot::step_hessian<kManipulatorWidth>(*m.r, P->integrator, x, u, P->dt, lam, H, G, rws, duals) ==
+           problems::SecondOrderStatus::Ok;
   }
 
   // ModelAdapter::second_order on HyperDual<W>: explicit_step_hessian.

@@ -369,13 +369,8 @@ KNOT_HD void model_jac(const AdaptedModel<M>& a, const T* x, const T* u, T* f, T
 }
 template <class T>
 KNOT_HD void model_jac(const ManipulatorModel& a, const T* x, const T* u, T* f, T* fx, T* fu, T* ws) {
-  const int n = a.r->n, nx = 2 * n;
-  for (int i = 0; i < n; ++i) f[i] = x[n + i];
-  for (int k = 0; k < nx * nx; ++k) fx[k] = T(0.0);
-  for (int k = 0; k < nx * n; ++k) fu[k] = T(0.0);
-  for (int i = 0; i < n; ++i) fx[i + (n + i) * nx] = T(1.0);
   KNOT_ROBOT_WORKSPACE(T, rws, ws);
-  robot::forward_dynamics_derivatives(*a.r, x, x + n, u, f + n, fx + n, fx + n + n * nx, fu + n, nx, rws);
+  robot::state_jacobian(*a.r, x, u, f, fx, fu, rws);
 }
 
 template <class T, class M>
