@@ -20,8 +20,9 @@ using D = Dual<double, Tangent<double, kW>>;
 // The scratch of the second-order evaluations, sized for the robot at make_data.
 struct SecondOrderScratch {
   robot::Workspace<D> ws;
-  std::vector<D> duals;   // robot::step_hessian_duals(n) (the frame curvature takes 4 n of them)
-  std::vector<double> G;  // the raw d/dw_j of the gradient, before the mirrored pairs are averaged
+  std::vector<D> duals;      // robot::step_hessian_duals(n) (the frame curvature takes 4 n of them)
+  std::vector<double> G;     // the raw sum of the columns, before the mirrored pairs are averaged
+  std::vector<double> work;  // robot::step_hessian_doubles(n): RK4's stage derivatives
 };
 
 struct ManipulatorData final : ModelData {
@@ -69,6 +70,7 @@ std::unique_ptr<ModelData> Manipulator::make_data() const {
   SecondOrderScratch& s = *d->second;
   s.duals.assign(robot::step_hessian_duals(n), D{});
   s.G.assign(std::size_t(nw) * nw, 0.0);
+  s.work.assign(robot::step_hessian_doubles(n), 0.0);
   return d;
 }
 
@@ -87,7 +89,8 @@ void Manipulator::dynamics_jacobian(ModelData& data, const double* x, const doub
 SecondOrderStatus Manipulator::step_hessian(ModelData& data, IntegratorType type, const double* x, const double* u,
                                             double dt, const double* lambda, double* H) const {
   SecondOrderScratch& s = second_order(data);
-  return robot::step_hessian<kW>(robot_.data, type, x, u, dt, lambda, H, s.G.data(), s.ws, s.duals.data());
+  return robot::step_hessian<kW>(robot_.data, type, x, u, dt, lambda, H, s.G.data(), s.ws, s.duals.data(),
+                                 workspace(data), s.work.data());
 }
 
 ModelLimits Manipulator::limits() const {

@@ -10,13 +10,12 @@
 // integrator reports as a status.
 //
 // Second order, exact to rounding, by forward mode over the analytic first derivatives, on dual
-// numbers carrying kSecondOrderWidth unit directions of w = (x, u) at a time through the templated
-// derivative sweep and mass-matrix Cholesky. Euler and semi-implicit Euler differentiate the
-// contracted gradient of mu' qdd (robot::step_hessian, step_hessian.hpp, shared with the device
-// path: one solve with mu instead of M^-1 and its products); RK4 differentiates the whole step Jacobian (explicit_step_jacobian, integrator.hpp),
-// whose d/dw_j of [A' lambda; B' lambda] is column j of lambda' d2F. The mirrored pairs are then
-// averaged, so the Hessian is symmetric bit for bit. Frame curvature (add_frame_curvature)
-// differentiates the point Jacobian the same way.
+// numbers carrying kSecondOrderWidth unit directions at a time through the templated derivative
+// sweep and mass-matrix Cholesky (robot::step_hessian, step_hessian.hpp, shared with the device
+// path): the Hessian of mu' qdd from its contracted gradient (one solve with mu instead of M^-1 and
+// its products), once for the Euler family and at each of RK4's four stage points, chained there
+// by the stage Jacobians. The mirrored pairs are then averaged, so the Hessian is symmetric bit for
+// bit. Frame curvature (add_frame_curvature) differentiates the point Jacobian the same way.
 #pragma once
 
 #include <memory>

@@ -96,7 +96,8 @@ struct HessianLayout {
     const auto need = [&region](std::size_t b) { region = b > region ? b : region; };
     if (P.model == ModelKind::Manipulator) {
       const std::size_t n = std::size_t(P.nq), dual = sizeof(ManipulatorDual);
-      need(align16(sizeof(robot::Workspace<ManipulatorDual>)) + robot::step_hessian_duals(int(n)) * dual);
+      need(align16(sizeof(robot::Workspace<ManipulatorDual>)) + align16(robot::step_hessian_duals(int(n)) * dual) +
+           align16(sizeof(robot::Workspace<double>)) + robot::step_hessian_doubles(int(n)) * d);
       // The end-effector cost: its double kinematics, then the dual point and its Jacobian.
       need(align16(sizeof(robot::Workspace<double>)) + align16(sizeof(robot::Workspace<ManipulatorDual>)) +
            (n + 3 * n + 3) * dual);
@@ -134,10 +135,17 @@ struct StepHessianFn {
   KNOT_HD_NOINLINE bool operator()(const ManipulatorModel& m) const {
     using D = ManipulatorDual;
     D* ws = reinterpret_cast<D*>(region);
-    D* duals = reinterpret_cast<D*>(region + align16(sizeof(robot::Workspace<D>)));
+    const int n = m.r->n;
+    unsigned char* at = region + align16(sizeof(robot::Workspace<D>));
+    D* duals = reinterpret_cast<D*>(at);
+    at += align16(robot::step_hessian_duals(n) * sizeof(D));
+    // RK4's double workspace in the scratch too, as the end-effector cost's: a local one would grow
+    // this frame past the stack CudaBatch sets.
+    robot::Workspace<double>& wd = *reinterpret_cast<robot::Workspace<double>*>(at);
+    double* work = reinterpret_cast<double*>(at + align16(sizeof(robot::Workspace<double>)));
     KNOT_ROBOT_WORKSPACE(D, rws, ws);
-    return robot::step_hessian<kManipulatorWidth>(*m.r, P->integrator, x, u, P->dt, lam, H, G, rws, duals) ==
-           problems::SecondOrderStatus::Ok;
+    return robot::step_hessian<kManipulatorWidth>(*m.r, P->integrator, x, u, P->dt, lam, H, G, rws, duals, wd,
+                                                  work) == problems::SecondOrderStatus::Ok;
   }
 
   // ModelAdapter::second_order on HyperDual<W>: explicit_step_hessian.
