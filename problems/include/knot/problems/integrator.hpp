@@ -148,6 +148,26 @@ KNOT_HD constexpr std::size_t explicit_step_jacobian_work(int n, int m) {
   return 2 * std::size_t(n) + 3 * (std::size_t(n) * n + std::size_t(n) * m);
 }
 
+// A stage's K = fx [Sx | Su] + [0 | fu] (n x n and n x m, column-major) for a stage point whose
+// derivatives along (x, u) are [Sx | Su]. With r0 = nq (velocity_rows), rows i < nq of f are
+// x[nq + i] (q' = v): their rows of K are S's velocity rows, copied (the product with [0 I | 0]
+// gives the same).
+template <class S>
+KNOT_HD void stage_chain(int n, int m, int nq, int r0, const S* fx, const S* fu, const S* sx, const S* su, S* Kx,
+                         S* Ku) {
+  for (int j = 0; j < n + m; ++j) {
+    const S* sj = j < n ? sx + std::size_t(j) * n : su + std::size_t(j - n) * n;
+    S* kj = j < n ? Kx + std::size_t(j) * n : Ku + std::size_t(j - n) * n;
+    for (int i = 0; i < r0; ++i) kj[i] = sj[nq + i];
+    for (int i = r0; i < n; ++i) kj[i] = j < n ? S(0.0) : fu[i + std::size_t(j - n) * n];
+    for (int l = 0; l < n; ++l) {
+      const S b = sj[l];
+      const S* fl = fx + std::size_t(l) * n;
+      for (int i = r0; i < n; ++i) kj[i] += fl[i] * b;
+    }
+  }
+}
+
 // The step's Jacobians A = dF/dx (n x n) and B = dF/du (n x m, column-major) with y = F(x, u) on
 // any scalar S, by the chain rule through the stages as Integrator::step_jacobian forms them (the
 // same schemes as explicit_step; without the dynamics_chain shortcut). Run on dual numbers it
@@ -168,22 +188,8 @@ KNOT_HD bool explicit_step_jacobian(IntegratorType type, bool discrete, int n, i
   S* fu = Kx + nn;
   S* Su = fu + nm;
   S* Ku = Su + nm;
-  // K = fx [Sx | Su] + [0 | fu]. With velocity_rows, rows i < nq of f are x[nq + i] (q' = v):
-  // their rows of K are S's velocity rows, copied (the product with [0 I | 0] gives the same).
   const int r0 = velocity_rows ? nq : 0;
-  const auto chain = [&](const S* sx, const S* su) {
-    for (int j = 0; j < n + m; ++j) {
-      const S* sj = j < n ? sx + std::size_t(j) * n : su + std::size_t(j - n) * n;
-      S* kj = j < n ? Kx + std::size_t(j) * n : Ku + std::size_t(j - n) * n;
-      for (int i = 0; i < r0; ++i) kj[i] = sj[nq + i];
-      for (int i = r0; i < n; ++i) kj[i] = j < n ? S(0.0) : fu[i + std::size_t(j - n) * n];
-      for (int l = 0; l < n; ++l) {
-        const S b = sj[l];
-        const S* fl = fx + std::size_t(l) * n;
-        for (int i = r0; i < n; ++i) kj[i] += fl[i] * b;
-      }
-    }
-  };
+  const auto chain = [&](const S* sx, const S* su) { stage_chain(n, m, nq, r0, fx, fu, sx, su, Kx, Ku); };
   if (discrete) {
     jac(x, u, y, A, B);
     return true;

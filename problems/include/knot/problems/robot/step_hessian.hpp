@@ -58,7 +58,7 @@ KNOT_HD bool finite(double v) { return v - v == 0.0; }  // false for inf and NaN
 KNOT_HD constexpr std::size_t step_hessian_duals(int n) { return 6 * std::size_t(n); }
 KNOT_HD constexpr std::size_t step_hessian_doubles(int n) {
   const std::size_t nx = 2 * std::size_t(n), nw = 3 * std::size_t(n);
-  return 4 * nx + nx + 4 * (nx * nx + nx * n) + 4 * std::size_t(n) + 2 * nx + nx * nw + 2 * nw * nw;
+  return 4 * nx + nx + 4 * (nx * nx + nx * n) + 4 * std::size_t(n) + 2 * nx + nx * nw + nw * nw + nw * nx;
 }
 
 // G (3n x 2n, ld 3n) = scale d2(mu' qdd) over (q, qd, u) at (q, qd, u), raw: column j is the
@@ -127,7 +127,7 @@ KNOT_HD bool rk4_step_hessian(const RobotData& r, const double* x, const double*
   double* kbar = mu + 4 * n;    // k_s's adjoint
   double* ybar = kbar + nx;     // y_s's adjoint
   double* Pm = ybar + nx;       // dy_s/dw, nx x nw
-  double* T = Pm + std::size_t(nx) * nw;  // d2(mu_s' qdd) P_s, 3n x nw; also the next P_s
+  double* T = Pm + std::size_t(nx) * nw;  // d2(mu_s' qdd) P_s, 3n x nw; also the stage chain K
   double* Gs = T + std::size_t(nw) * nw;  // one stage's raw columns, 3n x 2n
   bool ok = true;
   for (int i = 0; i < nx; ++i) ok = ok && detail::finite(lambda[i]);
@@ -143,6 +143,7 @@ KNOT_HD bool rk4_step_hessian(const RobotData& r, const double* x, const double*
   for (int s = 3; s >= 0; --s) {
     for (int i = 0; i < nx; ++i) kbar[i] = s == 3 ? c[s] * lambda[i] : c[s] * lambda[i] + a[s + 1] * ybar[i];
     for (int i = 0; i < n; ++i) mu[s * n + i] = kbar[n + i];
+    if (s == 0) break;
     const double* A = Fx + s * nn;
     for (int j = 0; j < nx; ++j) {
       double acc = 0.0;
@@ -176,16 +177,11 @@ KNOT_HD bool rk4_step_hessian(const RobotData& r, const double* x, const double*
         }
     }
     if (s < 3) {
-      // dy_(s+1)/dw = [I 0] + a_(s+1) (f_y P_s + [0 f_u]), through T.
-      const double* A = Fx + s * nn;
-      const double* B = Fu + s * nm;
+      // dy_(s+1)/dw = [I 0] + a_(s+1) K, K = f_y P_s + [0 f_u] the integrator's stage chain.
+      stage_chain(nx, n, n, n, Fx + s * nn, Fu + s * nm, Pm, Pm + nn, T, T + nn);
       for (int j = 0; j < nw; ++j)
-        for (int i = 0; i < nx; ++i) {
-          double acc = j < nx ? 0.0 : B[i + std::size_t(j - nx) * nx];
-          for (int k = 0; k < nx; ++k) acc += A[i + std::size_t(k) * nx] * Pm[k + std::size_t(j) * nx];
-          T[i + std::size_t(j) * nx] = (i == j ? 1.0 : 0.0) + a[s + 1] * acc;
-        }
-      for (std::size_t e = 0; e < std::size_t(nx) * nw; ++e) Pm[e] = T[e];
+        for (int i = 0; i < nx; ++i)
+          Pm[i + std::size_t(j) * nx] = (i == j ? 1.0 : 0.0) + a[s + 1] * T[i + std::size_t(j) * nx];
     }
   }
   for (std::size_t e = 0; e < std::size_t(nw) * nw; ++e) ok = ok && detail::finite(G[e]);
