@@ -103,6 +103,7 @@ struct Solver::Impl {
   // SolverOptions::hessian, or chosen by choose_hessian under hessian auto.
   bool exact_now = false;
   int full_steps = 0;      // hessian auto: full Gauss-Newton steps in a row, up to this iterate
+  int local_steps = 0;     // hessian auto: Gauss-Newton steps in a row of length >= 1/2 at one mu
   double step_error = 0;   // the barrier problem's KKT error at the last step's iterate and mu
   std::vector<double> contraction;  // per step: that error at the next iterate over step_error (max_iter + 1)
   // hessian auto, at a measured iterate: records the last step's contraction and switches this

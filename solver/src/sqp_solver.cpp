@@ -374,10 +374,12 @@ bool Solver::Impl::end_acceptable(Status status) {
 // (lambda' d2F + z' d2g): where that is small it is as fast as Newton and cheaper per iteration, where
 // it is large the tail crawls (iiwa14_reach: 72 Gauss-Newton iterations, 18 under auto). A step's
 // contraction is the barrier problem's KKT error at the new iterate over the error it started from,
-// both at the step's mu. After hessian_switch_window full Gauss-Newton steps in a row (step length 1:
-// the local regime, not the line search's) whose contractions multiply to more than
+// both at the step's mu. After hessian_switch_window Gauss-Newton steps in a row, all full (step
+// length 1: the local regime, not the line search's) or all of length >= 1/2 within one barrier
+// problem (the arm's tail, where the filter halves every other step; one mu, since a window across a
+// barrier update measures the schedule), whose contractions multiply to more than
 // hessian_switch_ratio^window but less than 1, this iterate is linearized again with the exact
-// Hessian, whose steps converge quadratically from there. Full steps whose error grew (a product of
+// Hessian, whose steps converge quadratically from there. Steps whose error grew (a product of
 // 1 or more) are no tail: far from a solution the exact Hessian is indefinite and its regularized
 // steps led iiwa14_reach at N = 128 (semi-implicit Euler) to max_iterations, where Gauss-Newton
 // alone solves it (scripts/compare_iiwa.py). False when that linearization failed (its status is set).
@@ -386,11 +388,17 @@ bool Solver::Impl::end_acceptable(Status status) {
 bool Solver::Impl::choose_hessian(const Residuals& res, int iter) {
   if (iter == 0) return true;
   const IterationStats& last = stats.per_iteration[static_cast<std::size_t>(iter - 1)];
-  const bool full_gauss_newton = !last.exact_hessian && !last.restoration && last.step == 1.0;
+  const bool gauss_newton = !last.exact_hessian && !last.restoration;
   contraction[static_cast<std::size_t>(iter - 1)] = step_error > 0 ? res.barrier_error / step_error : 0.0;
-  full_steps = full_gauss_newton ? full_steps + 1 : 0;
+  full_steps = gauss_newton && last.step == 1.0 ? full_steps + 1 : 0;
+  if (!gauss_newton || last.step < 0.5)
+    local_steps = 0;
+  else if (iter >= 2 && stats.per_iteration[static_cast<std::size_t>(iter - 2)].mu != last.mu)
+    local_steps = 1;  // the step opened a new barrier problem
+  else
+    ++local_steps;
   const int window = opt.hessian_switch_window;
-  if (exact_now || full_steps < window) return true;
+  if (exact_now || (full_steps < window && local_steps < window)) return true;
   double product = 1;
   for (int j = iter - window; j < iter; ++j) product *= contraction[static_cast<std::size_t>(j)];
   if (!(product > std::pow(opt.hessian_switch_ratio, window) && product < 1.0)) return true;
@@ -430,6 +438,7 @@ Status Solver::Impl::solve(int max_steps, bool real_time) {
   acceptable_run = 0;
   exact_now = opt.hessian == Hessian::Exact;
   full_steps = 0;
+  local_steps = 0;
   penalty = 0;
   for (double v : problem.x0)
     if (!std::isfinite(v)) {
@@ -585,6 +594,7 @@ Status Solver::Impl::solve(int max_steps, bool real_time) {
     if (opt.hessian == Hessian::Auto && exact_now && (it.regularization > 0 || restored)) {
       exact_now = false;
       full_steps = 0;
+      local_steps = 0;
     }
     if (restored) {
       alpha_dual = 0;  // restore() moved x and s; the multipliers wait for the next step

@@ -67,14 +67,16 @@ struct SolverOptions {
   // ---- The LQ subproblem (backend, PCG tolerance, Schur regularization) and its Hessian
   LqOptions lq;
   Hessian hessian = Hessian::Auto;
-  // hessian auto: an iterate switches to the exact Hessian after hessian_switch_window full
-  // Gauss-Newton steps (step length 1) in a row whose contractions of the barrier problem's KKT error
-  // (error after / error before, at the step's mu) multiply to more than
-  // hessian_switch_ratio^hessian_switch_window and less than 1: Gauss-Newton's linear tail, at a
-  // rate the left-out curvature sets (full steps whose error grew are no tail). It returns to Gauss-Newton after an exact step that needed regularization or the
-  // feasibility fallback (the exact Hessian is indefinite away from a minimizer). Each solve() starts
-  // with Gauss-Newton; a real-time iteration (one step per call) never switches. On the Schur
-  // backends (bdsv, pcg) the indefinite exact steps take their Riccati fallback (docs/solver-lq.md).
+  // hessian auto: an iterate switches to the exact Hessian after hessian_switch_window Gauss-Newton
+  // steps in a row, either all full (step length 1) or all of length >= 1/2 within one barrier
+  // problem (one mu: a tail in which the filter halves every other step), whose contractions of the
+  // barrier problem's KKT error (error after / error before, at the step's mu) multiply to more than
+  // hessian_switch_ratio^hessian_switch_window and less than 1: Gauss-Newton's linear tail, at a rate
+  // the left-out curvature sets (steps whose error grew are no tail). It returns to Gauss-Newton after
+  // an exact step that needed regularization or the feasibility fallback (the exact Hessian is
+  // indefinite away from a minimizer). Each solve() starts with Gauss-Newton; a real-time iteration
+  // (one step per call) never switches. On the Schur backends (bdsv, pcg) the indefinite exact steps
+  // take their Riccati fallback (docs/solver-lq.md).
   double hessian_switch_ratio = 0.7;
   int hessian_switch_window = 5;
   // The accuracy of each step's LQ on the Schur backends (bdsv, pcg; riccati and kkt_ldlt are exact

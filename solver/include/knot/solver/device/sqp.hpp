@@ -336,13 +336,13 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
   // Residuals of the last measured iterate
   T r_st = 0, r_fe = 0, r_co = 0, r_gap = 0, r_sd = 1, r_sc = 1, r_be = 0;
   // The Hessian of this iterate's linearization (Solver::Impl::exact_now) and hessian auto's state:
-  // full Gauss-Newton steps in a row, the KKT error the last step started from, the last row's
-  // Hessian, restoration and step length.
+  // full Gauss-Newton steps in a row and those of length >= 1/2 at one mu, the KKT error the last
+  // step started from, the last row's Hessian, restoration, step length and mu, and the mu before it.
   bool exact_now = o.hessian == 1;
-  int full_steps = 0;
+  int full_steps = 0, local_steps = 0;
   T step_error = T(0);
   bool last_exact = false, last_restoration = false;
-  double last_step = 0;
+  double last_step = 0, last_mu = 0, mu_before_last = 0;
 
   const auto finish = [&]() {
     if (rank == 0) {
@@ -736,6 +736,8 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
     last_exact = it.exact_hessian;
     last_restoration = it.restoration;
     last_step = it.step;
+    mu_before_last = last_mu;
+    last_mu = it.mu;
     it = IterationStats{};
 
     if (!linearize_iterate()) break;
@@ -903,16 +905,23 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
       break;
     }
 
-    // hessian auto (Solver::Impl::choose_hessian): after hessian_switch_window full Gauss-Newton steps
-    // in a row whose contractions of the KKT error multiply to more than ratio^window and less than
-    // 1, this iterate is linearized again with the exact Hessian.
+    // hessian auto (Solver::Impl::choose_hessian): after hessian_switch_window Gauss-Newton steps in
+    // a row, full or of length >= 1/2 within one barrier problem, whose contractions of the KKT error
+    // multiply to more than ratio^window and less than 1, this iterate is linearized again with the
+    // exact Hessian.
     if (o.hessian == 2 && iter > 0) {
-      const bool full_gauss_newton = !last_exact && !last_restoration && last_step == 1.0;
+      const bool gauss_newton = !last_exact && !last_restoration;
       if (rank == 0) a.contraction[iter - 1] = step_error > T(0) ? r_be / step_error : T(0);
       g.sync();
-      full_steps = full_gauss_newton ? full_steps + 1 : 0;
+      full_steps = gauss_newton && last_step == 1.0 ? full_steps + 1 : 0;
+      if (!gauss_newton || last_step < 0.5)
+        local_steps = 0;
+      else if (iter >= 2 && mu_before_last != last_mu)
+        local_steps = 1;
+      else
+        ++local_steps;
       const int window = o.hessian_switch_window;
-      if (!exact_now && full_steps >= window) {
+      if (!exact_now && (full_steps >= window || local_steps >= window)) {
         T product = T(1);
         for (int j = iter - window; j < iter; ++j) product *= a.contraction[j];
         using std::pow;
@@ -1079,6 +1088,7 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
     if (o.hessian == 2 && exact_now && (it.regularization > 0 || restored)) {
       exact_now = false;
       full_steps = 0;
+      local_steps = 0;
     }
     if (restored) {
       alpha_dual = T(0);
