@@ -76,7 +76,7 @@ TEST(SqpAlloc, SolveAllocatesNothing) {
   expect_allocation_free("cartpole_swingup", {});
   expect_allocation_free("double_integrator_rest_to_rest", {});
   expect_allocation_free("bryson_denham", {});
-  expect_allocation_free("unicycle_obstacles", {});  // exact Hessian, obstacle rows
+  expect_allocation_free("unicycle_obstacles", {});  // auto's switch to the exact Hessian, obstacle rows
   expect_allocation_free("iiwa14_gravity_limits", {});  // kinematics, model limits
   expect_allocation_free("quadrotor_to_point", {"solver.globalization=merit"});
   expect_allocation_free("cartpole_swingup_smooth", {});  // control_rate: the augmented LQ
