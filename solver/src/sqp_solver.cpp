@@ -372,7 +372,7 @@ bool Solver::Impl::end_acceptable(Status status) {
 
 // hessian auto. Gauss-Newton converges linearly, at a rate set by the curvature it leaves out
 // (lambda' d2F + z' d2g): where that is small it is as fast as Newton and cheaper per iteration, where
-// it is large the tail crawls (iiwa14_reach: 72 Gauss-Newton iterations, 18 under auto). A step's
+// it is large the tail crawls (iiwa14_reach: 72 Gauss-Newton iterations, 13 under auto). A step's
 // contraction is the barrier problem's KKT error at the new iterate over the error it started from,
 // both at the step's mu. After hessian_switch_window Gauss-Newton steps in a row, all full (step
 // length 1: the local regime, not the line search's) or all of length >= 1/2 within one barrier
