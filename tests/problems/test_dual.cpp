@@ -28,6 +28,7 @@
 #include "knot/problems/models/unicycle.hpp"
 #include "knot/problems/params.hpp"
 #include "knot/problems/registry.hpp"
+#include "knot/problems/robot/dynamics.hpp"
 #include "test_util.hpp"
 
 namespace knot::problems {
@@ -390,6 +391,74 @@ TEST(MultiTangent, ConstructionAndLayout) {
   const auto g = 2.0 * f + 1;
   static_assert(std::is_same_v<decltype(g.d[0]), const float&>);
   EXPECT_EQ(g.d[2], 6.0f);
+}
+
+// --- robot::detail::cross3 on W-direction duals (its own lane kernel on the host) ----------------
+
+// a x b for W-direction duals, into a, into b and into a third array, against the generic cross3
+// run once per direction on single-direction duals: every value and component bit for bit. `rule`
+// replaces the kernel (the negative control).
+template <int W, class Cross>
+int cross3_lanes_differ(test::Rng& rng, Cross&& rule) {
+  int differ = 0;
+  for (int trial = 0; trial < 20; ++trial) {
+    DualW<W> a[3], b[3];
+    for (int i = 0; i < 3; ++i) {
+      a[i] = DualW<W>(rng.uniform(-2, 2), random_tangent<W>(rng));
+      b[i] = DualW<W>(rng.uniform(-2, 2), random_tangent<W>(rng));
+    }
+    for (int into = 0; into < 3; ++into) {
+      DualW<W> x[3] = {a[0], a[1], a[2]}, y[3] = {b[0], b[1], b[2]}, fresh[3];
+      DualW<W>* out = into == 0 ? x : into == 1 ? y : fresh;
+      rule(x, y, out);
+      for (int k = 0; k < W; ++k) {
+        Dual<double> sa[3], sb[3], s[3];
+        for (int i = 0; i < 3; ++i) {
+          sa[i] = Dual<double>(a[i].v, a[i].d[k]);
+          sb[i] = Dual<double>(b[i].v, b[i].d[k]);
+        }
+        robot::detail::cross3(sa, sb, s);
+        for (int i = 0; i < 3; ++i)
+          if (!same_bits(out[i].v, s[i].v) || !same_bits(out[i].d[k], s[i].d)) ++differ;
+      }
+    }
+  }
+  return differ;
+}
+
+template <int W>
+void check_cross3_lanes(test::Rng& rng) {
+  SCOPED_TRACE("W " + std::to_string(W));
+  // What the robot code calls (the lane kernel on the host), and the generic template forced.
+  EXPECT_EQ(cross3_lanes_differ<W>(rng, [](auto* a, auto* b, auto* o) { robot::detail::cross3(a, b, o); }), 0);
+  EXPECT_EQ(cross3_lanes_differ<W>(rng, [](auto* a, auto* b, auto* o) { robot::detail::cross3<DualW<W>>(a, b, o); }),
+            0);
+}
+
+TEST(MultiTangent, RobotCross3MatchesSingleDirectionsBitwiseInPlaceToo) {
+  test::Rng rng(73);
+  check_cross3_lanes<1>(rng);
+  check_cross3_lanes<3>(rng);
+  check_cross3_lanes<5>(rng);
+  check_cross3_lanes<8>(rng);
+  check_cross3_lanes<16>(rng);
+}
+
+TEST(MultiTangent, Cross3BitwiseCheckRejectsAReassociatedRule) {
+  // The derivative of a1 b2 - a2 b1 summed as ((a1' b2 - a2' b1) + a1 b2') - a2 b1': equal in exact
+  // arithmetic, off by rounding.
+  test::Rng rng(74);
+  const auto reassociated = [](auto* a, auto* b, auto* o) {
+    using S = std::remove_pointer_t<decltype(o)>;
+    S r[3];
+    for (int i = 0; i < 3; ++i) {
+      const int j = (i + 1) % 3, m = (i + 2) % 3;
+      r[i] = a[j] * b[m] - a[m] * b[j];
+      r[i].d = ((a[j].d * b[m].v - a[m].d * b[j].v) + a[j].v * b[m].d) - a[m].v * b[j].d;
+    }
+    for (int i = 0; i < 3; ++i) o[i] = r[i];
+  };
+  EXPECT_GT(cross3_lanes_differ<8>(rng, reassociated), 0);
 }
 
 // --- registry models: Jacobians by W-wide sweeps against one-direction sweeps --------------------

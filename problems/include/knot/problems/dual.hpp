@@ -12,8 +12,8 @@
 // below are written once for both: with D a tangent, each rule's expression runs per component with
 // the same scalar operations in the same order, so component k is bit for bit the single-direction
 // result for the direction seeded there. (That holds as long as the compiler neither reassociates
-// nor contracts a * b + c into an FMA differently in the two instantiations: no -ffast-math, and no
-// FMA instruction set in the code that instantiates them.)
+// nor contracts a * b + c into an FMA differently in the two instantiations: no -ffast-math, and
+// -ffp-contract=off where the instruction set has FMA, as knot_problems is built.)
 //
 // The elementary functions are found by argument-dependent lookup, so a model written as
 //   using std::sin;  ...  sin(x)

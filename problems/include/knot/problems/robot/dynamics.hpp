@@ -56,6 +56,7 @@
 #include "knot/linalg/dense/potrf.hpp"
 #include "knot/linalg/dense/trsv.hpp"
 #include "knot/linalg/group.hpp"
+#include "knot/problems/dual.hpp"
 #include "knot/problems/robot/robot_data.hpp"
 
 namespace knot::problems::robot {
@@ -118,6 +119,37 @@ KNOT_HD void cross3(const T* a, const T* b, T* out) {
   out[1] = y;
   out[2] = z;
 }
+
+#if KNOT_TANGENT_HOST_LANES
+// The same on W-direction duals on the host, on whole lanes (tangent.hpp): the generic one above
+// builds each product as a Dual temporary, whose W + 1 doubles the compiler shuffled through the
+// stack (a third of the arm's Hessian sweep). The same operations in the same order, so the same
+// bits; out may alias a or b (each lane is read before it is written, the values last).
+template <class L, int W>
+KNOT_DUAL_INLINE inline void cross3_lane(const Dual<double, Tangent<double, W>>* a,
+                                         const Dual<double, Tangent<double, W>>* b, const double* v, int o,
+                                         Dual<double, Tangent<double, W>>* out) {
+  using tangent_detail::load;
+  const L a0 = load<L>(a[0].d.e + o), a1 = load<L>(a[1].d.e + o), a2 = load<L>(a[2].d.e + o);
+  const L b0 = load<L>(b[0].d.e + o), b1 = load<L>(b[1].d.e + o), b2 = load<L>(b[2].d.e + o);
+  const L x = (a1 * v[5] + v[1] * b2) - (a2 * v[4] + v[2] * b1);
+  const L y = (a2 * v[3] + v[2] * b0) - (a0 * v[5] + v[0] * b2);
+  const L z = (a0 * v[4] + v[0] * b1) - (a1 * v[3] + v[1] * b0);
+  tangent_detail::store(out[0].d.e + o, x);
+  tangent_detail::store(out[1].d.e + o, y);
+  tangent_detail::store(out[2].d.e + o, z);
+}
+template <int W>
+inline void cross3(const Dual<double, Tangent<double, W>>* a, const Dual<double, Tangent<double, W>>* b,
+                   Dual<double, Tangent<double, W>>* out) {
+  const double v[6] = {a[0].v, a[1].v, a[2].v, b[0].v, b[1].v, b[2].v};
+  KNOT_TANGENT_LANES(double, W, k0, (cross3_lane<tangent_detail::Lane, W>(a, b, v, o, out)))
+  for (int k = k0; k < W; ++k) cross3_lane<double, W>(a, b, v, k, out);
+  out[0].v = v[1] * v[5] - v[2] * v[4];
+  out[1].v = v[2] * v[3] - v[0] * v[5];
+  out[2].v = v[0] * v[4] - v[1] * v[3];
+}
+#endif
 
 // out = v x m (motion), v = [w; vl]: [w x mw; w x ml + vl x mw].
 template <class T>
