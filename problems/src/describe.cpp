@@ -152,7 +152,8 @@ std::string describe(const Problem& p) {
     << ", globalization " << s.globalization << ", pcg_tol " << text::format_number(s.pcg_tol) << ", pcg_max_iter " << s.pcg_max_iter
     << ", lq_forcing " << text::format_number(s.lq_forcing)
     << ", regularization " << text::format_number(s.regularization) << ", mu_init " << text::format_number(s.mu_init) << ", verbose "
-    << (s.verbose ? "true" : "false") << ", memory_limit " << text::format_number(s.memory_limit) << " GiB\n";
+    << (s.verbose ? "true" : "false") << ", memory_limit " << text::format_number(s.memory_limit) << " GiB, threads "
+    << s.threads << "\n";
   const MpcSettings& m = p.mpc;
   const double period = mpc_period(m, p.horizon.dt);
   const auto value = [](const std::vector<double>& v) {

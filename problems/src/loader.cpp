@@ -300,7 +300,7 @@ SolverSettings read_solver(const MapReader& top) {
   const MapReader r(node, "solver", top.where());
   r.allow_only({"max_iter", "time_limit", "tol_stationarity", "tol_feasibility", "tol_complementarity", "linsys",
                 "hessian", "globalization", "pcg_tol", "pcg_max_iter", "lq_forcing", "regularization", "mu_init", "verbose",
-                "memory_limit"});
+                "memory_limit", "threads"});
   SolverSettings s;
   const OptionalKeys keys{r};
   keys.integer("max_iter", s.max_iter);
@@ -318,6 +318,7 @@ SolverSettings read_solver(const MapReader& top) {
   keys.number("mu_init", s.mu_init);
   if (const Node* n = r.find("verbose")) s.verbose = yaml::to_bool(*n, r.key_path("verbose"));
   keys.number("memory_limit", s.memory_limit);
+  keys.integer("threads", s.threads);
   if (const auto issue = detail::check(s)) settings_error(r, node, *issue);
   return s;
 }

@@ -34,6 +34,11 @@ std::optional<SettingIssue> fraction(const char* field, double v) {
   return SettingIssue{field, "a number in [0, 1)", text::format_number(v)};
 }
 
+std::optional<SettingIssue> thread_count(const char* field, int v) {
+  if (v >= 0) return std::nullopt;
+  return SettingIssue{field, "an integer >= 0 (0: every core)", std::to_string(v)};
+}
+
 std::optional<SettingIssue> at_least_one(const char* field, int v) {
   if (v >= 1) return std::nullopt;
   return SettingIssue{field, "an integer >= 1", std::to_string(v)};
@@ -59,7 +64,7 @@ std::optional<SettingIssue> check(const SolverSettings& s) {
         positive("pcg_tol", s.pcg_tol), at_least_one("pcg_max_iter", s.pcg_max_iter),
         fraction("lq_forcing", s.lq_forcing),
         nonnegative("regularization", s.regularization), positive("mu_init", s.mu_init),
-        positive("memory_limit", s.memory_limit)})
+        positive("memory_limit", s.memory_limit), thread_count("threads", s.threads)})
     if (issue) return issue;
   return std::nullopt;
 }

@@ -216,6 +216,7 @@ const std::array kOptionFields{
     KNOT_OPT(penalty_margin, penalty_margin, to_double),
     KNOT_OPT(penalty_max, penalty_max, to_double),
     KNOT_OPT(memory_limit, memory_limit, to_double),
+    KNOT_OPT(threads, threads, to_int),
     KNOT_OPT(verbose, verbose, to_bool),
 };
 #undef KNOT_OPT
@@ -952,6 +953,10 @@ NB_MODULE(_knot, m) {
       .def_prop_ro("nx", [](const PySolver& s) { return s.solver.nx(); })
       .def_prop_ro("nu", [](const PySolver& s) { return s.solver.nu(); })
       .def_prop_ro("N", [](const PySolver& s) { return s.solver.N(); })
+      .def_prop_ro(
+          "threads", [](const PySolver& s) { return s.solver.threads(); },
+          "Threads that evaluate the knots: the threads option (0: every core), at most N + 1. Every count "
+          "gives the same solution bit for bit.")
       .def_prop_ro(
           "bytes_allocated", [](const PySolver& s) { return s.solver.bytes_allocated(); },
           "Heap bytes allocated at construction.")

@@ -1,4 +1,5 @@
-"""Two solvers on two Python threads at once (solve() releases the GIL) give the sequential results."""
+"""Two solvers on two Python threads at once (solve() releases the GIL) give the sequential results; one
+solver's knots on several threads (the threads option) give the single thread's."""
 
 import threading
 
@@ -39,3 +40,20 @@ def test_two_threads_match_sequential_runs():
             assert s1 == s2 and c1 == c2 and np.array_equal(x1, x2)
     # Negative control: the repeats differ from one another, so equality above is not vacuous.
     assert sequential["cartpole_swingup"][0][1] != sequential["cartpole_swingup"][1][1]
+
+
+def test_knot_threads_give_the_single_threads_solution():
+    problem = knot.load(ROOT / "configs" / "iiwa14_reach.yaml", set={"horizon.N": "16"})
+    one = knot.Solver(problem)
+    three = knot.Solver(problem, threads=3)
+    assert (one.threads, three.threads) == (1, 3)
+    assert one.solve() == three.solve()
+    assert one.solution.cost == three.solution.cost
+    assert np.array_equal(one.solution.x, three.solution.x) and np.array_equal(one.solution.u, three.solution.u)
+    assert knot.Solver(problem, threads=1000).threads == problem.N + 1
+    try:
+        knot.Solver(problem, threads=-1)
+    except (ValueError, knot.Error) as e:
+        assert "threads must be >= 0" in str(e)
+    else:
+        raise AssertionError("threads=-1 was accepted")

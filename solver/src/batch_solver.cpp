@@ -1,21 +1,17 @@
 // BatchSolver, backend cpu: B Solvers on a pool of threads made at construction (docs/batch.md).
 //
-// The pool: workers sleep on a condition variable until solve() opens a new round (a generation
-// number), then take problem indices from one atomic counter until none is left, and the last one
-// to finish wakes solve(). The calling thread takes indices too. Dynamic hand-out keeps threads busy
-// when problems need different iteration counts; which thread solves a problem cannot change its
-// result, because the problems share nothing mutable. Nothing here allocates after construction:
-// the mutex, the condition variables and the counter are all fixed state.
+// The pool (work_pool.hpp): solve() opens a round of B items; the workers and the calling thread
+// take problem indices from one atomic counter until none is left. Dynamic hand-out keeps threads
+// busy when problems need different iteration counts; which thread solves a problem cannot change
+// its result, because the problems share nothing mutable. Nothing here allocates after construction.
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <limits>
-#include <mutex>
+#include <memory>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -27,8 +23,17 @@
 #include "knot/solver/batch.hpp"
 #include "knot/solver/device/device_sqp.hpp"
 #include "size_text.hpp"
+#include "work_pool.hpp"
 
 namespace knot::solver {
+namespace {
+
+// The cpu backend's threads: BatchOptions::threads, 0 meaning every core.
+int batch_threads(const BatchOptions& o) {
+  return o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+}  // namespace
 
 const char* to_string(BatchBackend backend) {
   switch (backend) {
@@ -102,72 +107,30 @@ struct BatchSolver::Impl {
   problems::Problem base;              // device path: the problem, to compile other models into
   std::vector<std::shared_ptr<const problems::Model>> models;  // device path: problem i's model
 
-  // ---- The pool.
-  std::vector<std::thread> workers;
-  std::mutex mutex;
-  std::condition_variable start, done;
-  std::uint64_t generation = 0;  // rounds opened by solve()
-  int running = 0;               // workers not yet finished with the current round
-  bool stop = false;
-  std::atomic<int> next{0};  // the next problem to hand out
+  // ---- The pool (null when one thread solves the batch).
+  std::unique_ptr<WorkPool> pool;
 
   void solve_one(int i) {
     const std::size_t u = static_cast<std::size_t>(i);
-    if (path == BatchPath::Solvers) {
-      solvers[u].solve();
-      return;
-    }
-    const auto t0 = std::chrono::steady_clock::now();
-    devices[u].solve();
-    seconds[u] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  }
-
-  void solve_problems() {
-    for (int i = next.fetch_add(1, std::memory_order_relaxed); i < B;
-         i = next.fetch_add(1, std::memory_order_relaxed)) {
-      try {
-        solve_one(i);
-      } catch (...) {
-        errors[static_cast<std::size_t>(i)] = std::current_exception();
+    try {
+      if (path == BatchPath::Solvers) {
+        solvers[u].solve();
+        return;
       }
-    }
-  }
-
-  void work() {
-    std::uint64_t seen = 0;
-    for (;;) {
-      {
-        std::unique_lock lock(mutex);
-        start.wait(lock, [&] { return stop || generation != seen; });
-        if (stop) return;
-        seen = generation;
-      }
-      solve_problems();
-      std::lock_guard lock(mutex);
-      if (--running == 0) done.notify_one();
+      const auto t0 = std::chrono::steady_clock::now();
+      devices[u].solve();
+      seconds[u] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    } catch (...) {
+      errors[u] = std::current_exception();
     }
   }
 
   void solve_all() {
-    next.store(0, std::memory_order_relaxed);
-    {
-      std::lock_guard lock(mutex);
-      ++generation;
-      running = static_cast<int>(workers.size());
+    if (!pool) {
+      for (int i = 0; i < B; ++i) solve_one(i);
+      return;
     }
-    start.notify_all();
-    solve_problems();
-    std::unique_lock lock(mutex);
-    done.wait(lock, [&] { return running == 0; });
-  }
-
-  ~Impl() {
-    {
-      std::lock_guard lock(mutex);
-      stop = true;
-    }
-    start.notify_all();
-    for (std::thread& t : workers) t.join();
+    pool->run(B, [](void* self, int i, int) { static_cast<Impl*>(self)->solve_one(i); }, this);
   }
 
   void check(int i) const {
@@ -287,8 +250,12 @@ BatchSolver::BatchSolver(problems::Problem problem, int batch_size, const BatchO
       if (c->reference() != nullptr && problems::own_reference_copy(c) == c) m.shared_costs.push_back(c->info().name);
     m.solvers.reserve(static_cast<std::size_t>(batch_size));
     // Each Solver owns its reference-carrying costs and its bounded and obstacle terms
-    // (Solver::set_reference, set_bounds, set_obstacle).
-    for (int i = 0; i < batch_size; ++i) m.solvers.emplace_back(problem, solver_options);
+    // (Solver::set_reference, set_bounds, set_obstacle). Threads the pool cannot use (fewer problems
+    // than threads) evaluate each problem's knots instead: one problem at the lowest latency.
+    SolverOptions per_problem = solver_options;
+    if (options.backend == BatchBackend::Cpu && per_problem.threads == 1)
+      per_problem.threads = std::max(1, batch_threads(options) / batch_size);
+    for (int i = 0; i < batch_size; ++i) m.solvers.emplace_back(problem, per_problem);
   } else {
     m.base = problem;
     m.models.assign(static_cast<std::size_t>(batch_size), problem.model);
@@ -328,11 +295,8 @@ BatchSolver::BatchSolver(problems::Problem problem, int batch_size, const BatchO
   }
 
   if (m.engine) return;  // the GPU solves; no pool
-  unsigned threads = options.threads > 0 ? static_cast<unsigned>(options.threads) : std::thread::hardware_concurrency();
-  if (threads == 0) threads = 1;
-  if (threads > static_cast<unsigned>(batch_size)) threads = static_cast<unsigned>(batch_size);
-  m.workers.reserve(threads - 1);
-  for (unsigned t = 1; t < threads; ++t) m.workers.emplace_back([&m] { m.work(); });
+  const int threads = std::min(batch_threads(options), batch_size);
+  if (threads > 1) m.pool = std::make_unique<WorkPool>(threads);
 }
 
 BatchSolver::~BatchSolver() = default;
@@ -534,7 +498,8 @@ const Solver& BatchSolver::solver(int i) const { return impl_->at(i); }
 
 int BatchSolver::size() const { return impl_->B; }
 int BatchSolver::threads() const {
-  return impl_->engine ? impl_->engine->threads() : static_cast<int>(impl_->workers.size()) + 1;
+  return impl_->engine ? impl_->engine->threads() : (impl_->pool ? impl_->pool->threads() : 1) *
+                                                   (impl_->path == BatchPath::Solvers ? impl_->solvers[0].threads() : 1);
 }
 BatchBackend BatchSolver::backend() const { return impl_->backend; }
 bool BatchSolver::single() const { return impl_->single; }

@@ -16,6 +16,7 @@
 #include "knot/problems/problem.hpp"
 #include "knot/solver/lq.hpp"
 #include "knot/solver/solver.hpp"
+#include "work_pool.hpp"
 
 namespace knot::solver {
 
@@ -37,6 +38,31 @@ struct Rows {
   std::vector<double> jdw;                             // J dw for the step
   int most = 0;                                        // rows the storage holds (every bound finite)
   int total() const { return offset.back(); }
+};
+
+// What one thread needs to evaluate knots: the model's scratch, an integrator (it has work arrays of
+// its own) and the term and Hessian scratch. Solver::Impl holds one per thread of
+// SolverOptions::threads; work[0] is the calling thread's, which the serial phases use as well. A
+// knot's results depend on nothing here but its own inputs, so they are the same on every thread.
+struct KnotWork {
+  KnotWork(const problems::Model& model, problems::IntegratorType scheme)
+      : data(model.make_data()), integrator(model, scheme) {}
+  std::unique_ptr<problems::ModelData> data;
+  problems::Integrator integrator;
+  std::vector<double> x_next;              // nx: an integrator step's end
+  std::vector<double> term_g, term_gx, term_gu;  // the largest constraint term's rows
+  // Exact Hessian scratch (empty for Gauss-Newton): the perturbed point, two gradients, the Hessian
+  // and the integrator's sensitivities there.
+  std::vector<double> fd_w, fd_plus, fd_minus, fd_H, fd_A, fd_B;
+  std::size_t bytes() const;
+};
+
+// Why a knot's evaluation failed (the parallel phases record it per knot; the lowest knot's is
+// reported, as the serial loop would have).
+enum class KnotFailure : unsigned char { None, Integrator, NonFiniteHessian, DifferencedHessian };
+struct KnotOutcome {
+  KnotFailure failure = KnotFailure::None;
+  problems::IntegratorStatus integrator = problems::IntegratorStatus::Ok;
 };
 
 // KKT residuals of the iterate (inf-norms).
@@ -65,10 +91,12 @@ struct Solver::Impl {
 
   // ---- Phases, in the order solve() runs them
   bool linearize();                     // at (x, u): LQ blocks, raw gradients, rows; false on NaN/failure
-  bool exact_hessian(int k);            // replaces knot k's Gauss-Newton blocks by the Lagrangian's
-  std::optional<bool> closed_form_hessian(int k);  // exact_hessian's exact path; nullopt: not available
-  bool differenced_hessian(int k);                 // exact_hessian's fallback
-  bool lagrangian_gradient(int k, const double* x, const double* u, double* out);
+  void linearize_knot(int k, KnotWork& w);  // linearize's part for knot k; failures in knot_outcome[k]
+  bool exact_hessian(int k, KnotWork& w);   // replaces knot k's Gauss-Newton blocks by the Lagrangian's
+  // exact_hessian's exact path; nullopt: not available
+  std::optional<bool> closed_form_hessian(int k, KnotWork& w);
+  bool differenced_hessian(int k, KnotWork& w);  // exact_hessian's fallback
+  bool lagrangian_gradient(int k, const double* x, const double* u, double* out, KnotWork& w);
   void initialize_slacks();             // cold start: s from g, z by start_duals
   void start_duals();                   // z on the central path mu / s where the first step allows it
   Residuals measure_residuals() const;  // check_convergence's input
@@ -115,9 +143,13 @@ struct Solver::Impl {
 
   // ---- Helpers
   MeritParts evaluate_merit_parts(const double* x, const double* u, const double* s);
+  void trial_knot(int k, KnotWork& w);  // evaluate_merit_parts' part for knot k
   double evaluate_cost(const double* x, const double* u);
   double merit(const MeritParts& m) const { return m.cost + m.barrier + penalty * m.infeasibility; }
-  problems::StagePoint point(int k, const double* x, const double* u) const;
+  problems::StagePoint point(int k, const double* x, const double* u, problems::ModelData* data) const;
+  // Runs phase(k, work[thread]) for every knot k = 0..N: on the pool when there is one, else in knot
+  // order on the calling thread.
+  void for_each_knot(void (Impl::*phase)(int, KnotWork&));
   // Sets the status and its message (describe(status), then ": " and the formatted detail).
   void set_status(Status status, const char* format, ...);
   // The inner loops' time check: true (and the status TimeLimit, naming the phase) once the clock
@@ -144,9 +176,17 @@ struct Solver::Impl {
   SolverOptions opt;
   int nx = 0, nu = 0, N = 0, nw = 0;  // nw = nx + nu
   double dt = 0;
-  std::unique_ptr<problems::ModelData> model_data;
-  problems::Integrator integrator;
   std::vector<const problems::CostTerm*> costs;
+  std::vector<KnotWork> work;        // one per thread (SolverOptions::threads)
+  std::unique_ptr<WorkPool> pool;    // null with one thread
+  std::vector<KnotOutcome> knot_outcome;  // N + 1: the last parallel phase's failures
+  // (N + 1) x costs.size(): each active term's value at each knot, summed afterwards in the serial
+  // loop's order (knot, then term), so the total has the same bits for every thread count.
+  std::vector<double> term_cost;
+  std::vector<double> rate_prev;     // (N + 1) x nu: knot k's rate-cost gradient in u_{k-1}
+  std::vector<double> trial_next;    // N x nx: the trial point's integrator steps
+  const double* trial_x = nullptr;   // evaluate_merit_parts' point (trial_knot's inputs)
+  const double* trial_u = nullptr;
 
   // ---- Iterate: primal x, u, dual lambda, z, y and the slacks live in `sol`
   Solution sol;
@@ -179,7 +219,7 @@ struct Solver::Impl {
   // ---- Step and line search
   std::vector<double> ds, dz, dy;
   std::vector<double> probe_save;  // Q, R, S, q, r of a cold start's linearization during its probe step
-  std::vector<double> x_trial, u_trial, s_trial, x_next;
+  std::vector<double> x_trial, u_trial, s_trial;
   MeritParts current;  // merit pieces at the iterate
   double merit_decrease = 0;  // theta - theta_model of the step (merit)
   // Filter entries (theta, phi_mu), reset at each barrier parameter; capacity max_iter + 1.
@@ -187,12 +227,7 @@ struct Solver::Impl {
   int filter_size = 0;
   double filter_theta_max = 0, filter_theta_min = 0;
 
-  // ---- Term evaluation scratch (the largest term's rows)
-  std::vector<double> term_g, term_gx, term_gu;
   std::vector<int> nonzero;  // nonzero entries of one Jacobian row (nw)
-  // Exact Hessian scratch (empty for Gauss-Newton): the perturbed point, two gradients, the Hessian
-  // and the integrator's sensitivities there.
-  std::vector<double> fd_w, fd_plus, fd_minus, fd_H, fd_A, fd_B;
 
   Stats stats;
   IterationCallback callback = nullptr;

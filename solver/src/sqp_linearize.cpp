@@ -23,7 +23,7 @@ double l1(const double* v, int n) {
 
 }  // namespace
 
-problems::StagePoint Solver::Impl::point(int k, const double* x, const double* u) const {
+problems::StagePoint Solver::Impl::point(int k, const double* x, const double* u, problems::ModelData* data) const {
   problems::StagePoint p;
   p.k = k;
   p.N = N;
@@ -31,8 +31,26 @@ problems::StagePoint Solver::Impl::point(int k, const double* x, const double* u
   p.x = x + static_cast<std::size_t>(k) * nx;
   p.u = k < N ? u + static_cast<std::size_t>(k) * nu : nullptr;
   p.u_prev = k > 0 ? u + static_cast<std::size_t>(k - 1) * nu : nullptr;
-  p.data = model_data.get();
+  p.data = data;
   return p;
+}
+
+void Solver::Impl::for_each_knot(void (Impl::*phase)(int, KnotWork&)) {
+  if (!pool) {
+    for (int k = 0; k <= N; ++k) (this->*phase)(k, work[0]);
+    return;
+  }
+  struct Round {
+    Impl* self;
+    void (Impl::*phase)(int, KnotWork&);
+  } round{this, phase};
+  pool->run(
+      N + 1,
+      [](void* ctx, int k, int worker) {
+        const Round& r = *static_cast<const Round*>(ctx);
+        (r.self->*r.phase)(k, r.self->work[static_cast<std::size_t>(worker)]);
+      },
+      &round);
 }
 
 // Rows of one kind at knot k: values into rows.value (or `values` when given) and, when `jacobian`,
@@ -64,70 +82,46 @@ static void evaluate_rows(const Rows& rows, const problems::StagePoint& p, int n
 
 // Per knot: the Gauss-Newton cost blocks (Q_k, R_k, S_k, q_k, r_k), the integrator's sensitivities
 // A_k, B_k and defect c_k = F(x_k, u_k) - x_{k+1}, and the constraint rows with their Jacobians.
-// The LQ is posed in the step, so x_init = x0 - x_0.
+// The LQ is posed in the step, so x_init = x0 - x_0. The knots are independent (on the pool when
+// SolverOptions::threads > 1); what couples them, the total cost and a rate cost's gradient in the
+// previous control, is summed here afterwards in knot order.
 bool Solver::Impl::linearize() {
   const double* x = sol.x.data();
-  const double* u = sol.u.data();
-  cost = 0;
   // The exact Hessian's multiplier terms are taken in the caller's units, so that scale_objective's
   // factor applies to the cost's share alone (obj_scale is a power of two: exact both ways). A cold
   // start's multipliers are re-initialized after this linearization.
   const bool unscaled_multipliers = exact_now && obj_scale != 1.0 && !cold;
   if (unscaled_multipliers) scale_multipliers(1 / obj_scale);
-  for (int k = 0; k <= N; ++k) {
-    const problems::StagePoint p = point(k, x, u);
-    const bool running = k < N;
-    double* Q = lq.Q_k(k);
-    double* q = lq.q_k(k);
-    std::fill(Q, Q + static_cast<std::size_t>(nx) * nx, 0.0);
-    std::fill(q, q + nx, 0.0);
-    problems::CostBlocks blocks;
-    blocks.gx = q;
-    blocks.Hxx = Q;
-    if (running) {
-      std::fill(lq.R_k(k), lq.R_k(k) + static_cast<std::size_t>(nu) * nu, 0.0);
-      std::fill(lq.S_k(k), lq.S_k(k) + static_cast<std::size_t>(nu) * nx, 0.0);
-      std::fill(lq.r_k(k), lq.r_k(k) + nu, 0.0);
-      blocks.gu = lq.r_k(k);
-      blocks.Huu = lq.R_k(k);
-      blocks.Hux = lq.S_k(k);
-    }
-    if (rate && k > 0) {
-      double* Hpp = rate_Hpp.data() + static_cast<std::size_t>(k) * nu * nu;
-      double* Hup = rate_Hup.data() + static_cast<std::size_t>(k) * nu * nu;
-      std::fill(Hpp, Hpp + static_cast<std::size_t>(nu) * nu, 0.0);
-      std::fill(Hup, Hup + static_cast<std::size_t>(nu) * nu, 0.0);
-      blocks.gu_prev = lq.r_k(k - 1);
-      blocks.Hpp = Hpp;
-      blocks.Hup = Hup;
-    }
-    for (const problems::CostTerm* c : costs)
-      if (c->active(k, N)) cost += c->accumulate(p, blocks);
-    std::copy(q, q + nx, grad_x.begin() + static_cast<std::ptrdiff_t>(k) * nx);
-    if (running) {
-      std::copy(lq.r_k(k), lq.r_k(k) + nu, grad_u.begin() + static_cast<std::ptrdiff_t>(k) * nu);
-      const problems::IntegratorStatus st =
-          integrator.step_jacobian(*model_data, p.x, p.u, dt, x_next.data(), lq.A_k(k), lq.B_k(k));
-      if (st != problems::IntegratorStatus::Ok) {
-        const std::string_view why = problems::to_string(st);
-        set_status(Status::NumericalError, "integrator: %.*s at knot %d", static_cast<int>(why.size()), why.data(), k);
-        return false;
-      }
-      const double* xn = x + static_cast<std::size_t>(k + 1) * nx;
-      for (int i = 0; i < nx; ++i) lq.c_k(k)[i] = x_next[static_cast<std::size_t>(i)] - xn[i];
-    }
-    evaluate_rows(ineq, p, nx, nu, ineq.value.data(), ineq.jac.data(), term_g.data(), term_gx.data(),
-                  term_gu.data());
-    evaluate_rows(eq, p, nx, nu, eq.value.data(), eq.jac.data(), term_g.data(), term_gx.data(), term_gu.data());
-    if (exact_now && !exact_hessian(k)) {
-      if (unscaled_multipliers) scale_multipliers(obj_scale);
-      return false;
-    }
-  }
+  for_each_knot(&Impl::linearize_knot);
   if (unscaled_multipliers) scale_multipliers(obj_scale);
+  for (int k = 0; k <= N; ++k) {
+    const KnotOutcome& o = knot_outcome[static_cast<std::size_t>(k)];
+    if (o.failure == KnotFailure::None) continue;
+    if (o.failure == KnotFailure::Integrator) {
+      const std::string_view why = problems::to_string(o.integrator);
+      set_status(Status::NumericalError, "integrator: %.*s at knot %d", static_cast<int>(why.size()), why.data(), k);
+    } else if (o.failure == KnotFailure::NonFiniteHessian) {
+      set_status(Status::NumericalError, "non-finite second derivatives of the integrator step at knot %d", k);
+    } else {
+      set_status(Status::NumericalError, "integrator failed while differencing the Hessian at knot %d", k);
+    }
+    return false;
+  }
+  cost = 0;
+  const std::size_t terms = costs.size();
+  for (int k = 0; k <= N; ++k)
+    for (std::size_t t = 0; t < terms; ++t)
+      if (costs[t]->active(k, N)) cost += term_cost[static_cast<std::size_t>(k) * terms + t];
   for (int i = 0; i < nx; ++i) lq.x_init[static_cast<std::size_t>(i)] = problem.x0[static_cast<std::size_t>(i)] - x[i];
-  // Knot k's rate terms added their u_{k-1} gradient to r_{k-1} after it was copied above.
-  if (rate) std::copy(lq.r.begin(), lq.r.end(), grad_u.begin());
+  if (rate) {
+    // Knot k's rate terms' gradient in u_{k-1} joins r_{k-1}; then the raw gradient is copied again.
+    for (int k = 1; k <= N; ++k) {
+      double* r = lq.r_k(k - 1);
+      const double* g = rate_prev.data() + static_cast<std::size_t>(k) * nu;
+      for (int i = 0; i < nu; ++i) r[i] += g[i];
+    }
+    std::copy(lq.r.begin(), lq.r.end(), grad_u.begin());
+  }
   if (cold || !scale_known) {
     obj_scale = objective_scale();
     if (!cold) {  // a warm start's multipliers, given before the scale was known
@@ -157,10 +151,66 @@ bool Solver::Impl::linearize() {
   return true;
 }
 
+// Knot k's share of linearize: its LQ blocks, raw gradients, defect, rows and (exact_now) Hessian,
+// each cost term's value into term_cost and a rate cost's u_{k-1} gradient into rate_prev. Writes
+// nothing another knot writes; a failure is left in knot_outcome[k].
+void Solver::Impl::linearize_knot(int k, KnotWork& w) {
+  KnotOutcome& outcome = knot_outcome[static_cast<std::size_t>(k)];
+  outcome = KnotOutcome{};
+  const double* x = sol.x.data();
+  const problems::StagePoint p = point(k, x, sol.u.data(), w.data.get());
+  const bool running = k < N;
+  double* Q = lq.Q_k(k);
+  double* q = lq.q_k(k);
+  std::fill(Q, Q + static_cast<std::size_t>(nx) * nx, 0.0);
+  std::fill(q, q + nx, 0.0);
+  problems::CostBlocks blocks;
+  blocks.gx = q;
+  blocks.Hxx = Q;
+  if (running) {
+    std::fill(lq.R_k(k), lq.R_k(k) + static_cast<std::size_t>(nu) * nu, 0.0);
+    std::fill(lq.S_k(k), lq.S_k(k) + static_cast<std::size_t>(nu) * nx, 0.0);
+    std::fill(lq.r_k(k), lq.r_k(k) + nu, 0.0);
+    blocks.gu = lq.r_k(k);
+    blocks.Huu = lq.R_k(k);
+    blocks.Hux = lq.S_k(k);
+  }
+  if (rate && k > 0) {
+    double* Hpp = rate_Hpp.data() + static_cast<std::size_t>(k) * nu * nu;
+    double* Hup = rate_Hup.data() + static_cast<std::size_t>(k) * nu * nu;
+    double* g_prev = rate_prev.data() + static_cast<std::size_t>(k) * nu;
+    std::fill(Hpp, Hpp + static_cast<std::size_t>(nu) * nu, 0.0);
+    std::fill(Hup, Hup + static_cast<std::size_t>(nu) * nu, 0.0);
+    std::fill(g_prev, g_prev + nu, 0.0);
+    blocks.gu_prev = g_prev;
+    blocks.Hpp = Hpp;
+    blocks.Hup = Hup;
+  }
+  double* values = term_cost.data() + static_cast<std::size_t>(k) * costs.size();
+  for (std::size_t t = 0; t < costs.size(); ++t)
+    if (costs[t]->active(k, N)) values[t] = costs[t]->accumulate(p, blocks);
+  std::copy(q, q + nx, grad_x.begin() + static_cast<std::ptrdiff_t>(k) * nx);
+  if (running) {
+    std::copy(lq.r_k(k), lq.r_k(k) + nu, grad_u.begin() + static_cast<std::ptrdiff_t>(k) * nu);
+    const problems::IntegratorStatus st =
+        w.integrator.step_jacobian(*w.data, p.x, p.u, dt, w.x_next.data(), lq.A_k(k), lq.B_k(k));
+    if (st != problems::IntegratorStatus::Ok) {
+      outcome = KnotOutcome{KnotFailure::Integrator, st};
+      return;
+    }
+    const double* xn = x + static_cast<std::size_t>(k + 1) * nx;
+    for (int i = 0; i < nx; ++i) lq.c_k(k)[i] = w.x_next[static_cast<std::size_t>(i)] - xn[i];
+  }
+  evaluate_rows(ineq, p, nx, nu, ineq.value.data(), ineq.jac.data(), w.term_g.data(), w.term_gx.data(),
+                w.term_gu.data());
+  evaluate_rows(eq, p, nx, nu, eq.value.data(), eq.jac.data(), w.term_g.data(), w.term_gx.data(), w.term_gu.data());
+  if (exact_now) exact_hessian(k, w);
+}
+
 // The gradient in w = (x_k, u_k) of knot k's part of the Lagrangian,
 //   L_k = l_k(w) + lambda_{k+1}' F(x_k, u_k) + z_k' g_k(w) + y_k' h_k(w),
 // at the current multipliers; nx entries at the terminal knot. False when the integrator fails.
-bool Solver::Impl::lagrangian_gradient(int k, const double* x, const double* u, double* out) {
+bool Solver::Impl::lagrangian_gradient(int k, const double* x, const double* u, double* out, KnotWork& w) {
   const bool running = k < N;
   std::fill(out, out + (running ? nw : nx), 0.0);
   problems::StagePoint p;
@@ -172,21 +222,21 @@ bool Solver::Impl::lagrangian_gradient(int k, const double* x, const double* u, 
   // A rate cost's part in u_k (its u_{k-1} gradient belongs to knot k-1's variables, and its
   // constant blocks d2/du_{k-1}^2, d2/du_k du_{k-1} stay those of linearize).
   p.u_prev = k > 0 ? sol.u.data() + static_cast<std::size_t>(k - 1) * nu : nullptr;
-  p.data = model_data.get();
+  p.data = w.data.get();
   problems::CostBlocks blocks;
   blocks.gx = out;
   blocks.gu = running ? out + nx : nullptr;
   for (const problems::CostTerm* c : costs)
     if (c->active(k, N)) c->accumulate(p, blocks);
   if (running) {
-    if (integrator.step_jacobian(*model_data, x, u, dt, x_next.data(), fd_A.data(), fd_B.data()) !=
+    if (w.integrator.step_jacobian(*w.data, x, u, dt, w.x_next.data(), w.fd_A.data(), w.fd_B.data()) !=
         problems::IntegratorStatus::Ok)
       return false;
     const double* lam = sol.lambda.data() + static_cast<std::size_t>(k + 1) * nx;
     for (int j = 0; j < nx; ++j)
-      for (int i = 0; i < nx; ++i) out[j] += fd_A[i + static_cast<std::size_t>(j) * nx] * lam[i];
+      for (int i = 0; i < nx; ++i) out[j] += w.fd_A[i + static_cast<std::size_t>(j) * nx] * lam[i];
     for (int j = 0; j < nu; ++j)
-      for (int i = 0; i < nx; ++i) out[nx + j] += fd_B[i + static_cast<std::size_t>(j) * nx] * lam[i];
+      for (int i = 0; i < nx; ++i) out[nx + j] += w.fd_B[i + static_cast<std::size_t>(j) * nx] * lam[i];
   }
   for (const Rows* rows : {&ineq, &eq}) {
     const std::vector<double>& mult = rows == &ineq ? sol.z : sol.y;
@@ -194,14 +244,14 @@ bool Solver::Impl::lagrangian_gradient(int k, const double* x, const double* u, 
     for (const problems::ConstraintTerm* t : rows->terms) {
       if (!t->active(k, N)) continue;
       const int m = t->dim();
-      std::fill(term_gx.begin(), term_gx.begin() + static_cast<std::ptrdiff_t>(m) * nx, 0.0);
-      std::fill(term_gu.begin(), term_gu.begin() + static_cast<std::ptrdiff_t>(m) * nu, 0.0);
-      t->jacobian(p, term_g.data(), term_gx.data(), running ? term_gu.data() : nullptr);
+      std::fill(w.term_gx.begin(), w.term_gx.begin() + static_cast<std::ptrdiff_t>(m) * nx, 0.0);
+      std::fill(w.term_gu.begin(), w.term_gu.begin() + static_cast<std::ptrdiff_t>(m) * nu, 0.0);
+      t->jacobian(p, w.term_g.data(), w.term_gx.data(), running ? w.term_gu.data() : nullptr);
       for (int i = 0; i < m; ++i) {
         const double mi = mult[static_cast<std::size_t>(row + i)];
-        for (int j = 0; j < nx; ++j) out[j] += term_gx[i + static_cast<std::size_t>(j) * m] * mi;
+        for (int j = 0; j < nx; ++j) out[j] += w.term_gx[i + static_cast<std::size_t>(j) * m] * mi;
         if (running)
-          for (int j = 0; j < nu; ++j) out[nx + j] += term_gu[i + static_cast<std::size_t>(j) * m] * mi;
+          for (int j = 0; j < nu; ++j) out[nx + j] += w.term_gu[i + static_cast<std::size_t>(j) * m] * mi;
       }
       row += m;
     }
@@ -211,10 +261,10 @@ bool Solver::Impl::lagrangian_gradient(int k, const double* x, const double* u, 
 
 // Exact Hessian of knot k: in closed form where every piece of L_k has second derivatives, else by
 // central differences of the analytic Lagrangian gradient. It replaces the Gauss-Newton blocks
-// Q_k, R_k, S_k (the gradient stays analytic).
-bool Solver::Impl::exact_hessian(int k) {
-  if (const std::optional<bool> done = closed_form_hessian(k)) return *done;
-  return differenced_hessian(k);
+// Q_k, R_k, S_k (the gradient stays analytic). A failure is left in knot_outcome[k].
+bool Solver::Impl::exact_hessian(int k, KnotWork& w) {
+  if (const std::optional<bool> done = closed_form_hessian(k, w)) return *done;
+  return differenced_hessian(k, w);
 }
 
 // The Hessian of L_k from its pieces, exact to rounding: the cost blocks as linearize accumulated
@@ -222,20 +272,20 @@ bool Solver::Impl::exact_hessian(int k) {
 // second-order forward mode (Model::step_hessian), and z' d2g + y' d2h from the constraint terms.
 // Symmetric bit for bit. nullopt when a piece has no closed form (an implicit scheme, a model or
 // term without second derivatives); false when the step's derivatives are not finite.
-std::optional<bool> Solver::Impl::closed_form_hessian(int k) {
+std::optional<bool> Solver::Impl::closed_form_hessian(int k, KnotWork& w) {
   const bool running = k < N;
   const int n = running ? nw : nx;
-  const problems::StagePoint p = point(k, sol.x.data(), sol.u.data());
-  double* H = fd_H.data();
+  const problems::StagePoint p = point(k, sol.x.data(), sol.u.data(), w.data.get());
+  double* H = w.fd_H.data();
   if (running) {
     const double* lam = sol.lambda.data() + static_cast<std::size_t>(k + 1) * nx;
-    switch (integrator.step_hessian(*model_data, p.x, p.u, dt, lam, H)) {
+    switch (w.integrator.step_hessian(*w.data, p.x, p.u, dt, lam, H)) {
       case problems::SecondOrderStatus::Ok:
         break;
       case problems::SecondOrderStatus::Unsupported:
         return std::nullopt;
       case problems::SecondOrderStatus::NonFinite:
-        set_status(Status::NumericalError, "non-finite second derivatives of the integrator step at knot %d", k);
+        knot_outcome[static_cast<std::size_t>(k)].failure = KnotFailure::NonFiniteHessian;
         return false;
     }
   } else {
@@ -282,30 +332,32 @@ std::optional<bool> Solver::Impl::closed_form_hessian(int k) {
 
 // Central differences of the analytic Lagrangian gradient, with the step h_j = eps^(1/3)
 // max(1, |w_j|) that balances truncation (h^2) against rounding (eps / h), then symmetrized.
-bool Solver::Impl::differenced_hessian(int k) {
+bool Solver::Impl::differenced_hessian(int k, KnotWork& w) {
   const bool running = k < N;
   const int n = running ? nw : nx;
   const double* x = sol.x.data() + static_cast<std::size_t>(k) * nx;
   const double* u = running ? sol.u.data() + static_cast<std::size_t>(k) * nu : nullptr;
-  std::copy(x, x + nx, fd_w.begin());
-  if (running) std::copy(u, u + nu, fd_w.begin() + nx);
+  std::vector<double>& at = w.fd_w;
+  std::copy(x, x + nx, at.begin());
+  if (running) std::copy(u, u + nu, at.begin() + nx);
   const double step_scale = std::cbrt(std::numeric_limits<double>::epsilon());
   for (int j = 0; j < n; ++j) {
-    const double w = fd_w[static_cast<std::size_t>(j)];
-    const double h = step_scale * std::max(1.0, std::abs(w));
-    fd_w[static_cast<std::size_t>(j)] = w + h;
-    const bool ok_plus = lagrangian_gradient(k, fd_w.data(), fd_w.data() + nx, fd_plus.data());
-    fd_w[static_cast<std::size_t>(j)] = w - h;
-    const bool ok_minus = lagrangian_gradient(k, fd_w.data(), fd_w.data() + nx, fd_minus.data());
-    fd_w[static_cast<std::size_t>(j)] = w;
+    const double wj = at[static_cast<std::size_t>(j)];
+    const double h = step_scale * std::max(1.0, std::abs(wj));
+    at[static_cast<std::size_t>(j)] = wj + h;
+    const bool ok_plus = lagrangian_gradient(k, at.data(), at.data() + nx, w.fd_plus.data(), w);
+    at[static_cast<std::size_t>(j)] = wj - h;
+    const bool ok_minus = lagrangian_gradient(k, at.data(), at.data() + nx, w.fd_minus.data(), w);
+    at[static_cast<std::size_t>(j)] = wj;
     if (!ok_plus || !ok_minus) {
-      set_status(Status::NumericalError, "integrator failed while differencing the Hessian at knot %d", k);
+      knot_outcome[static_cast<std::size_t>(k)].failure = KnotFailure::DifferencedHessian;
       return false;
     }
     for (int i = 0; i < n; ++i)
-      fd_H[static_cast<std::size_t>(i) + static_cast<std::size_t>(j) * n] =
-          (fd_plus[static_cast<std::size_t>(i)] - fd_minus[static_cast<std::size_t>(i)]) / (2 * h);
+      w.fd_H[static_cast<std::size_t>(i) + static_cast<std::size_t>(j) * n] =
+          (w.fd_plus[static_cast<std::size_t>(i)] - w.fd_minus[static_cast<std::size_t>(i)]) / (2 * h);
   }
+  const std::vector<double>& fd_H = w.fd_H;
   const auto H = [&](int i, int j) {
     return 0.5 * (fd_H[static_cast<std::size_t>(i) + static_cast<std::size_t>(j) * n] +
                   fd_H[static_cast<std::size_t>(j) + static_cast<std::size_t>(i) * n]);
@@ -447,31 +499,57 @@ void Solver::Impl::scale_multipliers(double f) {
 double Solver::Impl::evaluate_cost(const double* x, const double* u) {
   double f = 0;
   for (int k = 0; k <= N; ++k) {
-    const problems::StagePoint p = point(k, x, u);
+    const problems::StagePoint p = point(k, x, u, work[0].data.get());
     for (const problems::CostTerm* c : costs)
       if (c->active(k, N)) f += c->value(p);
   }
   return f;
 }
 
-// Merit pieces at a trial point: cost, barrier and l1 infeasibility. Function values only (no
-// derivatives); a failed integrator step or a NaN marks the point as not finite.
-MeritParts Solver::Impl::evaluate_merit_parts(const double* x, const double* u, const double* sl) {
-  MeritParts m;
-  m.cost = obj_scale * evaluate_cost(x, u);
-  for (int i = 0; i < nx; ++i) m.infeasibility += std::abs(problem.x0[static_cast<std::size_t>(i)] - x[i]);
-  for (int k = 0; k <= N; ++k) {
-    const problems::StagePoint p = point(k, x, u);
-    if (k < N) {
-      if (integrator.step(*model_data, p.x, p.u, dt, x_next.data()) != problems::IntegratorStatus::Ok) {
-        m.finite = false;
-        return m;
-      }
-      const double* xn = p.x + nx;
-      for (int i = 0; i < nx; ++i) m.infeasibility += std::abs(x_next[static_cast<std::size_t>(i)] - xn[i]);
+// Knot k's share of evaluate_merit_parts at (trial_x, trial_u): each cost term's value into
+// term_cost, the integrator's step into trial_next, the rows into ineq.trial and eq.trial.
+void Solver::Impl::trial_knot(int k, KnotWork& w) {
+  KnotOutcome& outcome = knot_outcome[static_cast<std::size_t>(k)];
+  outcome = KnotOutcome{};
+  const problems::StagePoint p = point(k, trial_x, trial_u, w.data.get());
+  double* values = term_cost.data() + static_cast<std::size_t>(k) * costs.size();
+  for (std::size_t t = 0; t < costs.size(); ++t)
+    if (costs[t]->active(k, N)) values[t] = costs[t]->value(p);
+  if (k < N) {
+    const problems::IntegratorStatus st =
+        w.integrator.step(*w.data, p.x, p.u, dt, trial_next.data() + static_cast<std::size_t>(k) * nx);
+    if (st != problems::IntegratorStatus::Ok) {
+      outcome = KnotOutcome{KnotFailure::Integrator, st};
+      return;
     }
-    evaluate_rows(ineq, p, nx, nu, ineq.trial.data(), nullptr, nullptr, nullptr, nullptr);
-    evaluate_rows(eq, p, nx, nu, eq.trial.data(), nullptr, nullptr, nullptr, nullptr);
+  }
+  evaluate_rows(ineq, p, nx, nu, ineq.trial.data(), nullptr, nullptr, nullptr, nullptr);
+  evaluate_rows(eq, p, nx, nu, eq.trial.data(), nullptr, nullptr, nullptr, nullptr);
+}
+
+// Merit pieces at a trial point: cost, barrier and l1 infeasibility. Function values only (no
+// derivatives); a failed integrator step or a NaN marks the point as not finite. The knots run by
+// for_each_knot, the sums in knot order here.
+MeritParts Solver::Impl::evaluate_merit_parts(const double* x, const double* u, const double* sl) {
+  trial_x = x;
+  trial_u = u;
+  for_each_knot(&Impl::trial_knot);
+  MeritParts m;
+  double f = 0;
+  const std::size_t terms = costs.size();
+  for (int k = 0; k <= N; ++k)
+    for (std::size_t t = 0; t < terms; ++t)
+      if (costs[t]->active(k, N)) f += term_cost[static_cast<std::size_t>(k) * terms + t];
+  m.cost = obj_scale * f;
+  for (int i = 0; i < nx; ++i) m.infeasibility += std::abs(problem.x0[static_cast<std::size_t>(i)] - x[i]);
+  for (int k = 0; k < N; ++k) {
+    if (knot_outcome[static_cast<std::size_t>(k)].failure != KnotFailure::None) {
+      m.finite = false;
+      return m;
+    }
+    const double* next = trial_next.data() + static_cast<std::size_t>(k) * nx;
+    const double* xn = x + static_cast<std::size_t>(k + 1) * nx;
+    for (int i = 0; i < nx; ++i) m.infeasibility += std::abs(next[i] - xn[i]);
   }
   for (int i = 0; i < eq.total(); ++i) m.infeasibility += std::abs(eq.trial[i]);
   for (int i = 0; i < ineq.total(); ++i) {

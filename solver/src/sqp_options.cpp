@@ -102,6 +102,7 @@ std::string SolverOptions::validate() const {
   if (!(std::isfinite(penalty_margin) && penalty_margin >= 0)) return bad("penalty_margin must be >= 0", penalty_margin);
   if (!positive(penalty_max)) return bad("penalty_max must be > 0", penalty_max);
   if (!positive(memory_limit)) return bad("memory_limit must be > 0 (GiB)", memory_limit);
+  if (threads < 0) return bad("threads must be >= 0 (0: every core)", threads);
   return {};
 }
 
@@ -121,6 +122,7 @@ SolverOptions from_settings(const problems::SolverSettings& s) {
   o.reg_init = s.regularization > 0 ? s.regularization : o.reg_init;
   o.verbose = s.verbose;
   o.memory_limit = s.memory_limit;
+  o.threads = s.threads;
 
   if (s.linsys == "auto") o.lq.linsys = Linsys::Auto;
   else if (s.linsys == "riccati") o.lq.linsys = Linsys::Riccati;

@@ -17,7 +17,7 @@ bool Solver::Impl::restore(IterationStats& it) {
   std::copy(problem.x0.begin(), problem.x0.end(), x_trial.begin());
   for (int k = 0; k < N; ++k) {
     const double* xk = x_trial.data() + static_cast<std::size_t>(k) * nx;
-    if (integrator.step(*model_data, xk, u_trial.data() + static_cast<std::size_t>(k) * nu, dt,
+    if (work[0].integrator.step(*work[0].data, xk, u_trial.data() + static_cast<std::size_t>(k) * nu, dt,
                         x_trial.data() + static_cast<std::size_t>(k + 1) * nx) != problems::IntegratorStatus::Ok)
       return false;
   }

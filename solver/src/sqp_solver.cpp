@@ -7,6 +7,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "knot/problems/constraint.hpp"
 #include "knot/problems/error.hpp"
@@ -105,6 +106,11 @@ const SolverOptions& within_memory_limit(const problems::Problem& p, const Solve
   return o;
 }
 
+int solver_threads(const SolverOptions& o, int N) {
+  const int all = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::min(o.threads > 0 ? o.threads : all, N + 1);
+}
+
 bool has_rate_cost(const problems::Problem& p) {
   for (const auto& c : p.costs)
     if (c->couples_previous_control()) return true;
@@ -169,7 +175,6 @@ void default_initial_guess(const problems::Problem& problem, std::vector<double>
 Solver::Impl::Impl(problems::Problem p, const SolverOptions& options)
     : problem((p.validate(), std::move(p))),
       opt(within_memory_limit(problem, validated(options))),
-      integrator(*problem.model, problem.horizon.integrator),
       lq_solver(make_lq_solver(problem, opt)) {
   for (auto& c : problem.constraints) c = own_copy(c);
   for (auto& c : problem.costs) c = problems::own_reference_copy(c);
@@ -180,7 +185,10 @@ Solver::Impl::Impl(problems::Problem p, const SolverOptions& options)
   dt = problem.horizon.dt;
   for (const auto& c : problem.costs) costs.push_back(c.get());
   rate = has_rate_cost(problem);
-  model_data = problem.model->make_data();
+  // One KnotWork per thread, and the pool's workers (threads - 1) started here.
+  const int threads = solver_threads(opt, N);
+  work.reserve(static_cast<std::size_t>(threads));
+  for (int t = 0; t < threads; ++t) work.emplace_back(*problem.model, problem.horizon.integrator);
 
   // Iterate and its default initial guess.
   sol.nx = nx;
@@ -209,22 +217,28 @@ Solver::Impl::Impl(problems::Problem p, const SolverOptions& options)
   }
   x_trial.assign(sol.x.size(), 0.0);
   u_trial.assign(sol.u.size(), 0.0);
-  x_next.assign(static_cast<std::size_t>(nx), 0.0);
-
   int max_dim = 1;
   for (const auto& c : problem.constraints) max_dim = std::max(max_dim, c->max_dim());
-  term_g.assign(static_cast<std::size_t>(max_dim), 0.0);
-  term_gx.assign(static_cast<std::size_t>(max_dim) * nx, 0.0);
-  term_gu.assign(static_cast<std::size_t>(max_dim) * nu, 0.0);
-  nonzero.assign(static_cast<std::size_t>(nw), 0);
-  if (opt.hessian != Hessian::GaussNewton) {
-    fd_w.assign(static_cast<std::size_t>(nw), 0.0);
-    fd_plus.assign(static_cast<std::size_t>(nw), 0.0);
-    fd_minus.assign(static_cast<std::size_t>(nw), 0.0);
-    fd_H.assign(static_cast<std::size_t>(nw) * nw, 0.0);
-    fd_A.assign(static_cast<std::size_t>(nx) * nx, 0.0);
-    fd_B.assign(static_cast<std::size_t>(nx) * nu, 0.0);
+  for (KnotWork& w : work) {
+    w.x_next.assign(static_cast<std::size_t>(nx), 0.0);
+    w.term_g.assign(static_cast<std::size_t>(max_dim), 0.0);
+    w.term_gx.assign(static_cast<std::size_t>(max_dim) * nx, 0.0);
+    w.term_gu.assign(static_cast<std::size_t>(max_dim) * nu, 0.0);
+    if (opt.hessian != Hessian::GaussNewton) {
+      w.fd_w.assign(static_cast<std::size_t>(nw), 0.0);
+      w.fd_plus.assign(static_cast<std::size_t>(nw), 0.0);
+      w.fd_minus.assign(static_cast<std::size_t>(nw), 0.0);
+      w.fd_H.assign(static_cast<std::size_t>(nw) * nw, 0.0);
+      w.fd_A.assign(static_cast<std::size_t>(nx) * nx, 0.0);
+      w.fd_B.assign(static_cast<std::size_t>(nx) * nu, 0.0);
+    }
   }
+  nonzero.assign(static_cast<std::size_t>(nw), 0);
+  knot_outcome.assign(static_cast<std::size_t>(N) + 1, KnotOutcome{});
+  term_cost.assign((static_cast<std::size_t>(N) + 1) * costs.size(), 0.0);
+  if (rate) rate_prev.assign((static_cast<std::size_t>(N) + 1) * nu, 0.0);
+  trial_next.assign(static_cast<std::size_t>(N) * nx, 0.0);
+  if (threads > 1) pool = std::make_unique<WorkPool>(threads);
 
   filter.assign(static_cast<std::size_t>(opt.max_iter) + 1, {0.0, 0.0});
   if (opt.hessian == Hessian::Auto) contraction.assign(static_cast<std::size_t>(opt.max_iter) + 1, 0.0);
@@ -305,11 +319,13 @@ void Solver::Impl::record_allocation_sizes() {
   bytes = vector_bytes(sol.x) + vector_bytes(sol.u) + vector_bytes(sol.lambda) + vector_bytes(sol.z) +
           vector_bytes(sol.y) + vector_bytes(s) + vector_bytes(ds) + vector_bytes(dz) + vector_bytes(dy) +
           vector_bytes(s_trial) + vector_bytes(grad_x) + vector_bytes(grad_u) + vector_bytes(x_trial) +
-          vector_bytes(u_trial) + vector_bytes(x_next) + vector_bytes(term_g) + vector_bytes(term_gx) +
-          vector_bytes(term_gu) + vector_bytes(nonzero) + vector_bytes(filter) + vector_bytes(contraction) +
-          vector_bytes(fd_w) + vector_bytes(fd_plus) + vector_bytes(fd_minus) + vector_bytes(fd_H) +
-          vector_bytes(fd_A) + vector_bytes(fd_B) + vector_bytes(probe_save) + vector_bytes(stats.per_iteration) +
-          vector_bytes(costs);
+          vector_bytes(u_trial) + vector_bytes(nonzero) + vector_bytes(filter) + vector_bytes(contraction) +
+          vector_bytes(probe_save) + vector_bytes(stats.per_iteration) + vector_bytes(costs) +
+          vector_bytes(knot_outcome) + vector_bytes(term_cost) + vector_bytes(rate_prev) + vector_bytes(trial_next);
+  for (const KnotWork& w : work)
+    for (const auto* v : {&w.x_next, &w.term_g, &w.term_gx, &w.term_gu, &w.fd_w, &w.fd_plus, &w.fd_minus, &w.fd_H,
+                          &w.fd_A, &w.fd_B})
+      bytes += vector_bytes(*v);
   for (const Rows* r : {&ineq, &eq})
     bytes += vector_bytes(r->terms) + vector_bytes(r->offset) + vector_bytes(r->value) + vector_bytes(r->jac) +
              vector_bytes(r->trial) + vector_bytes(r->jdw);
@@ -638,8 +654,11 @@ double estimate_workspace_bytes(const problems::Problem& p, const SolverOptions&
   const double nl = nx + (rate ? nu : 0);  // the LQ layer's state size
   double doubles = lq_data(nx) + (rate ? lq_data(nl) + 2 * (N + 1) * nu * nu : 0);
   doubles += (N + 1) * nl * nl + N * nu * nu + N * nl * nu + 2 * nl * nl + nl * nu + 2 * (N + 1) * (nl + nu);
-  doubles += 6 * nx * nx + 5 * nx * nu;  // the integrator's sensitivities and LU
-  if (o.hessian != Hessian::GaussNewton) doubles += (nx + nu) * (nx + nu) + nx * nx + nx * nu;
+  // Per thread: the integrator's sensitivities and LU, and the Hessian's scratch.
+  const double threads = solver_threads(o, p.horizon.N);
+  doubles += threads * (6 * nx * nx + 5 * nx * nu);
+  if (o.hessian != Hessian::GaussNewton) doubles += threads * ((nx + nu) * (nx + nu) + nx * nx + nx * nu);
+  doubles += (N + 1) * (static_cast<double>(p.costs.size()) + (rate ? nu : 0)) + N * nx;  // per-knot sums
   if (o.hessian == Hessian::Auto) doubles += o.max_iter + 1;  // the steps' contractions
   double rows = 0;
   for (const auto& c : p.constraints)
@@ -697,6 +716,8 @@ Status Solver::solve() {
   return o.real_time_iteration ? impl_->solve(1, true) : impl_->solve(o.max_iter, false);
 }
 
+int Solver::threads() const { return static_cast<int>(impl_->work.size()); }
+
 Status Solver::step(int iterations) { return impl_->solve(std::clamp(iterations, 1, impl_->opt.max_iter), true); }
 
 void Solver::set_initial_state(std::span<const double> x0) {
@@ -709,9 +730,17 @@ void Solver::set_model(std::shared_ptr<const problems::Model> model) {
   if (std::string why = problems::model_swap_refusal(impl_->problem, *model); !why.empty())
     throw std::invalid_argument("Solver::set_model: " + why);
   Impl& m = *impl_;
-  std::unique_ptr<problems::ModelData> data = model->make_data();
-  m.integrator = problems::Integrator(*model, m.problem.horizon.integrator);
-  m.model_data = std::move(data);
+  // Everything that can throw first, so that a refusal leaves the solver as it was.
+  std::vector<std::unique_ptr<problems::ModelData>> data;
+  std::vector<problems::Integrator> integrators;
+  for (std::size_t t = 0; t < m.work.size(); ++t) {
+    data.push_back(model->make_data());
+    integrators.emplace_back(*model, m.problem.horizon.integrator);
+  }
+  for (std::size_t t = 0; t < m.work.size(); ++t) {
+    m.work[t].data = std::move(data[t]);
+    m.work[t].integrator = std::move(integrators[t]);
+  }
   m.problem.model = std::move(model);
 }
 

@@ -658,7 +658,7 @@ TEST(Loader, DescribeShowsTheResolvedProblem) {
         "  [2] terminal: state, stages terminal, scale_by_dt false, weights 1000 I, reference [0, 0, 0, 0]\n",
         "constraints  2\n", "  [0] force_limit: control_box, inequality, 1 row, stages running, u[0] in [-inf, 80]\n",
         "  [1] rail: state_box, inequality, 2 rows, stages all, x[0] in [-1, 1]\n", "solver       max_iter 100,",
-        ", verbose false, memory_limit 8 GiB\n", "mpc          mode rti, iterations_per_step 1, control_rate 20 Hz (1/dt), control period 0.05 s\n",
+        ", verbose false, memory_limit 8 GiB, threads 1\n", "mpc          mode rti, iterations_per_step 1, control_rate 20 Hz (1/dt), control period 0.05 s\n",
         "             duration 5 s (100 steps), warm_start shift, seed 1\n",
         "             plant: rk4, 10 substeps per period, the model's parameters\n"})
     EXPECT_TRUE(contains(d, line)) << "missing: " << line << "\nin:\n" << d;

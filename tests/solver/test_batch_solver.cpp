@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <memory>
 #include <limits>
@@ -128,6 +129,32 @@ TEST(BatchSolver, ThreadCountsGiveBitwiseIdenticalResults) {
     const std::vector<Record> got = batch_solves(p, x0, threads);
     expect_same(got, want, "threads " + std::to_string(threads));
   }
+}
+
+// Fewer problems than threads: the spare threads evaluate each problem's knots (SolverOptions::
+// threads = threads / B), with the same bits; solver options that name a count keep it.
+TEST(BatchSolver, SpareThreadsEvaluateEachProblemsKnots) {
+  const problems::Problem p = load_config("unicycle_obstacles");
+  const auto x0 = perturbed_starts(p, 2, 1e-2);
+  const std::vector<Record> want = separate_solves(p, x0);
+  for (const auto& [B, threads, knot_threads] : {std::array<int, 3>{1, 3, 3}, {2, 5, 2}, {2, 2, 1}}) {
+    SCOPED_TRACE("B " + std::to_string(B) + ", threads " + std::to_string(threads));
+    BatchOptions o = solvers_path();
+    o.threads = threads;
+    BatchSolver batch(p, B, o);
+    EXPECT_EQ(batch.solver(0).threads(), knot_threads);
+    EXPECT_EQ(batch.threads(), std::min(B, threads) * knot_threads);
+    for (int i = 0; i < B; ++i) batch.set_initial_state(i, x0[static_cast<std::size_t>(i)]);
+    batch.solve();
+    for (int i = 0; i < B; ++i)
+      EXPECT_EQ(difference(record(batch.solution(i), batch.stats(i)), want[static_cast<std::size_t>(i)]), "")
+          << "problem " << i;
+  }
+  BatchOptions o = solvers_path();
+  o.threads = 4;
+  o.solver = sqp_options(p);
+  o.solver->threads = 2;  // asked for: kept, though 4 threads would give one problem 4
+  EXPECT_EQ(BatchSolver(p, 1, o).solver(0).threads(), 2);
 }
 
 // A problem with NaN in its initial state ends NumericalError; every other problem is bitwise the

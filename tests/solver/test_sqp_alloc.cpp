@@ -82,6 +82,14 @@ TEST(SqpAlloc, SolveAllocatesNothing) {
   expect_allocation_free("cartpole_swingup_smooth", {});  // control_rate: the augmented LQ
 }
 
+// SolverOptions::threads: the pool's rounds (a function pointer and a context) allocate nothing on
+// any thread; the counter sees the workers' allocations (test_batch_alloc.cpp shows it).
+TEST(SqpAlloc, KnotThreadsAllocateNothing) {
+  expect_allocation_free("unicycle_obstacles", {"solver.threads=2"});
+  expect_allocation_free("cartpole_swingup_smooth", {"solver.threads=3"});
+  expect_allocation_free("iiwa14_gravity_limits", {"solver.threads=2", "solver.hessian=exact"});
+}
+
 // set_bounds that adds and removes rows (and moves bounds in place), set_obstacle, then solves.
 TEST(SqpAlloc, SetBoundsAndSetObstacleAllocateNothing) {
   const double inf = std::numeric_limits<double>::infinity();

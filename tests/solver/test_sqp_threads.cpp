@@ -1,7 +1,13 @@
-// Independent Solver instances on separate threads: two threads, each solving its own problem
-// (MPC steps included), give bitwise the results of the same solves run one after the other.
+// Threads and the SQP solver, two ways:
+// - independent Solver instances on separate threads: two threads, each solving its own problem (MPC
+//   steps included), give bitwise the results of the same solves run one after the other;
+// - one Solver whose knots are evaluated by several threads (SolverOptions::threads): every thread
+//   count gives the single thread's solve bit for bit, iteration by iteration, failures included.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+#include <string>
 #include <thread>
 
 #include "test_util.hpp"
@@ -15,12 +21,13 @@ struct Record {
   double cost = 0;
   solver::Status status = solver::Status::NotRun;
   int iterations = 0;
+  std::vector<solver::IterationStats> rows;  // the last solve's
+  std::string message;
 };
 
 // A solve and three MPC steps; the record of the last solve.
-Record run(const std::string& name) {
-  const problems::Problem p = load_config(name);
-  solver::Solver s(p, sqp_options(p));
+Record run(const problems::Problem& p, const solver::SolverOptions& o) {
+  solver::Solver s(p, o);
   s.solve();
   std::vector<double> x0 = p.x0;
   for (int step = 0; step < 3; ++step) {
@@ -30,13 +37,37 @@ Record run(const std::string& name) {
     s.solve();
   }
   const solver::Solution& sol = s.solution();
-  return {sol.x, sol.u, sol.lambda, sol.z, sol.cost, sol.status, sol.iterations};
+  const auto rows = s.stats().history();
+  return {sol.x,         sol.u,      sol.lambda, sol.z, sol.cost, sol.status, sol.iterations,
+          {rows.begin(), rows.end()}, std::string(sol.message())};
+}
+
+Record run(const std::string& name) {
+  const problems::Problem p = load_config(name);
+  return run(p, sqp_options(p));
+}
+
+// Every measure of every row but its wall-clock time.
+bool same_rows(const std::vector<solver::IterationStats>& a, const std::vector<solver::IterationStats>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const solver::IterationStats& r = a[i];
+    const solver::IterationStats& t = b[i];
+    if (!bitwise_equal({r.cost, r.merit, r.stationarity, r.feasibility, r.complementarity, r.duality_gap, r.dual_scale,
+                        r.mu, r.penalty, r.regularization, r.step, r.dual_step, r.step_norm, r.lq_residual},
+                       {t.cost, t.merit, t.stationarity, t.feasibility, t.complementarity, t.duality_gap, t.dual_scale,
+                        t.mu, t.penalty, t.regularization, t.step, t.dual_step, t.step_norm, t.lq_residual}) ||
+        r.backtracks != t.backtracks || r.restoration != t.restoration || r.exact_hessian != t.exact_hessian ||
+        r.lq_iterations != t.lq_iterations)
+      return false;
+  }
+  return true;
 }
 
 bool same(const Record& a, const Record& b) {
   return bitwise_equal(a.x, b.x) && bitwise_equal(a.u, b.u) && bitwise_equal(a.lambda, b.lambda) &&
          bitwise_equal(a.z, b.z) && bitwise_equal({a.cost}, {b.cost}) && a.status == b.status &&
-         a.iterations == b.iterations;
+         a.iterations == b.iterations && same_rows(a.rows, b.rows) && a.message == b.message;
 }
 
 TEST(SqpThreads, TwoThreadsGiveTheSingleThreadedResultsBitwise) {
@@ -56,6 +87,105 @@ TEST(SqpThreads, TwoThreadsGiveTheSingleThreadedResultsBitwise) {
   Record changed = serial[0];
   changed.x[5] = std::nextafter(changed.x[5], 1e300);
   EXPECT_FALSE(same(changed, serial[0]));
+}
+
+// The problems cover each per-knot phase and what couples the knots: costs summed over knots and
+// terms, a control-rate cost's gradient in the previous control (cartpole_swingup_smooth,
+// unicycle_obstacles), inequality rows (unicycle_obstacles, iiwa14_gravity_limits' joint limits),
+// the closed-form exact Hessian (iiwa14_reach under hessian auto, RK4's under exact), the
+// differenced one (an implicit scheme), the line search's trial points and the restoration rollout.
+struct Case {
+  const char* name;
+  std::vector<std::string> overrides;
+};
+
+std::vector<Case> knot_thread_cases() {
+  return {{"cartpole_swingup_smooth", {}},
+          {"unicycle_obstacles", {}},
+          {"iiwa14_reach", {"horizon.N=12"}},
+          {"iiwa14_gravity_limits", {"horizon.N=8", "solver.hessian=exact"}},
+          {"pendulum_swingup", {"horizon.integrator=implicit_euler", "solver.hessian=exact"}}};
+}
+
+TEST(SqpKnotThreads, EveryThreadCountGivesTheSingleThreadsSolveBitwise) {
+  for (const Case& c : knot_thread_cases()) {
+    SCOPED_TRACE(c.name);
+    const problems::Problem p = load_config(c.name, c.overrides);
+    solver::SolverOptions o = sqp_options(p);
+    o.threads = 1;
+    const Record serial = run(p, o);
+    EXPECT_NE(serial.status, solver::Status::NumericalError) << serial.message;
+    EXPECT_GT(serial.iterations, 0);
+    for (int threads : {2, 3, 7}) {
+      o.threads = threads;
+      EXPECT_TRUE(same(run(p, o), serial)) << threads << " threads";
+    }
+  }
+  // Negative control: the comparison notices a one-ulp change in one row.
+  const problems::Problem p = load_config("unicycle_obstacles");
+  const Record serial = run(p, sqp_options(p));
+  ASSERT_GT(serial.rows.size(), 1u);
+  Record changed = serial;
+  changed.rows[1].merit = std::nextafter(changed.rows[1].merit, 1e300);
+  EXPECT_FALSE(same(changed, serial));
+}
+
+// The exact Hessians are most of what the threads split: hessian auto switches to them at the same
+// iterate, and every row is the same, for every thread count (iiwa14_reach at N = 32 switches).
+TEST(SqpKnotThreads, HessianAutoSwitchesAtTheSameIterate) {
+  const problems::Problem p = load_config("iiwa14_reach", {"horizon.N=32"});
+  solver::SolverOptions o = sqp_options(p);
+  const auto first_solve = [&](int threads) {
+    o.threads = threads;
+    solver::Solver s(p, o);
+    EXPECT_EQ(s.solve(), solver::Status::Solved) << s.solution().message();
+    const auto rows = s.stats().history();
+    return std::vector<solver::IterationStats>(rows.begin(), rows.end());
+  };
+  const std::vector<solver::IterationStats> serial = first_solve(1);
+  int exact = 0;
+  for (const auto& row : serial) exact += row.exact_hessian ? 1 : 0;
+  EXPECT_GT(exact, 0);
+  for (int threads : {2, 5}) EXPECT_TRUE(same_rows(first_solve(threads), serial)) << threads << " threads";
+}
+
+// A NaN in the guess at knot 5: the status and message name the knot the serial loop stops at,
+// whichever thread found it first.
+TEST(SqpKnotThreads, AFailingKnotIsReportedAsTheSerialLoopWould) {
+  const problems::Problem p = load_config("iiwa14_reach", {"horizon.N=12"});
+  std::vector<double> x, u;
+  solver::default_initial_guess(p, x, u);
+  x[static_cast<std::size_t>(5 * p.nx() + 2)] = std::numeric_limits<double>::quiet_NaN();
+  x[static_cast<std::size_t>(9 * p.nx() + 1)] = std::numeric_limits<double>::quiet_NaN();
+  std::string serial_message;
+  for (int threads : {1, 2, 3, 13}) {
+    solver::SolverOptions o = sqp_options(p);
+    o.threads = threads;
+    solver::Solver s(p, o);
+    s.set_initial_guess(x, u);
+    EXPECT_EQ(s.solve(), solver::Status::NumericalError) << threads << " threads";
+    const std::string message(s.solution().message());
+    if (threads == 1) serial_message = message;
+    EXPECT_EQ(message, serial_message) << threads << " threads";
+    EXPECT_NE(message.find("knot 5"), std::string::npos) << message;
+  }
+}
+
+// 0 asks for every core (at most N + 1 threads); a negative count is refused with its value.
+TEST(SqpKnotThreads, ThreadCountsAreCheckedAndCapped) {
+  const problems::Problem p = load_config("pendulum_swingup");
+  solver::SolverOptions o = sqp_options(p);
+  o.threads = -1;
+  EXPECT_NE(o.validate().find("threads must be >= 0"), std::string::npos) << o.validate();
+  EXPECT_THROW(solver::Solver(p, o), std::invalid_argument);
+  o.threads = 0;
+  EXPECT_EQ(o.validate(), "");
+  solver::Solver every(p, o);
+  EXPECT_EQ(every.solve(), solver::Status::Solved) << every.solution().message();
+  o.threads = 1000;  // more threads than knots: N + 1 of them
+  solver::Solver many(p, o);
+  EXPECT_EQ(many.solve(), solver::Status::Solved) << many.solution().message();
+  EXPECT_TRUE(bitwise_equal(many.solution().x, every.solution().x));
 }
 
 }  // namespace

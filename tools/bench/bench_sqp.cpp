@@ -10,6 +10,9 @@
 //                 for the iiwa14 variants the convergence work is judged on: gravity_limits
 //                 without its joint limits, reach with semi-implicit Euler. The label is the
 //                 status; counters: iterations, solved (1 for solved or solved_acceptable), cost.
+//   KnotThreads   whole solves of iiwa14 from the default guess with SolverOptions::threads 1, 2, ...
+//                 (args N, threads): the knots' evaluation on the solver's pool; every thread count
+//                 takes the same iterations to the same bits (counters iterations, cost).
 //   BoxLq         box-constrained random LQ problems at the sizes HPIPM's interior point is quoted
 //                 at (and at twice the horizon): Solver::bytes_allocated() and the time of a full
 //                 solve() from a cold start.
@@ -212,6 +215,47 @@ void horizons(benchmark::internal::Benchmark* b) {
 // interior-point rows.
 BENCHMARK_CAPTURE(BM_Iiwa14Step, reach, "iiwa14_reach")->Apply(horizons);
 BENCHMARK_CAPTURE(BM_Iiwa14Step, gravity_limits, "iiwa14_gravity_limits")->Apply(horizons);
+
+// ---- Whole solves with the knots evaluated by several threads
+
+// One Solver per thread count, made outside the timed loop (its pool's threads start there); every
+// timed call restores the default guess and solves cold, as `knot solve` does.
+void BM_KnotThreads(benchmark::State& state, const char* config, const char* hessian) {
+  const int N = static_cast<int>(state.range(0));
+  const problems::Problem p =
+      load_config(config, {"horizon.N=" + std::to_string(N), std::string("solver.hessian=") + hessian});
+  solver::SolverOptions o = solver::from_settings(p.solver);
+  o.threads = static_cast<int>(state.range(1));
+  Solver s(p, o);
+  std::vector<double> x, u;
+  solver::default_initial_guess(p, x, u);
+  PhaseSum phases;
+  for (auto _ : state) {
+    s.set_initial_guess(x, u);
+    s.solve();
+    phases.add(s.stats().time);
+    benchmark::DoNotOptimize(s.solution().x.data());
+  }
+  if (s.solution().status == Status::NumericalError) {
+    state.SkipWithError(s.solution().message().data());
+    return;
+  }
+  phases.report(state);
+  state.counters["iterations"] = s.solution().iterations;
+  state.counters["cost"] = s.solution().cost;
+}
+
+void thread_counts(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"N", "threads"});
+  for (int N : {32, 64, 128})
+    for (int threads : {1, 2}) b->Args({N, threads});
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
+BENCHMARK_CAPTURE(BM_KnotThreads, reach_auto, "iiwa14_reach", "auto")->Apply(thread_counts);
+BENCHMARK_CAPTURE(BM_KnotThreads, reach_exact, "iiwa14_reach", "exact")->Apply(thread_counts);
+BENCHMARK_CAPTURE(BM_KnotThreads, reach_gauss_newton, "iiwa14_reach", "gauss_newton")->Apply(thread_counts);
+BENCHMARK_CAPTURE(BM_KnotThreads, gravity_limits_auto, "iiwa14_gravity_limits", "auto")->Apply(thread_counts);
 
 // ---- Box-constrained LQ problems: memory and solve time
 

@@ -32,6 +32,7 @@ struct SolverSettings {
   // GiB the solver may allocate at construction (its estimate of the LQ data and workspaces); a
   // larger problem is refused with its size before anything is allocated.
   double memory_limit = 8;
+  int threads = 1;  // threads that evaluate the knots; 0 = every core (SolverOptions::threads)
 
   // Names the first invalid field and its value ("max_iter must be >= 1, found 0"); empty if valid.
   std::string validate() const;

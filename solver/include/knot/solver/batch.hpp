@@ -78,7 +78,10 @@ std::string batch_backend_unavailable(BatchBackend backend, BatchEngineFactory c
 struct BatchOptions {
   BatchBackend backend = BatchBackend::Cpu;
   BatchPath path = BatchPath::Auto;
-  int threads = 0;  // cpu: worker threads (the calling thread among them); 0 = every core; capped at B
+  int threads = 0;  // cpu: worker threads (the calling thread among them); 0 = every core; capped at B.
+                    // On the solvers path, threads beyond B go to the problems: each Solver then
+                    // evaluates its knots on threads / B of them (SolverOptions::threads), unless the
+                    // solver options ask for another count than 1 themselves.
                     // cuda: threads per block (0 = the engine's default)
   bool single = false;  // cuda: solve in float
   BatchEngineFactory cuda_engine = nullptr;  // cuda: knot::solver_cuda's cuda::make_cuda_engine
@@ -155,7 +158,9 @@ class BatchSolver {
   const Solver& solver(int i) const;
 
   int size() const;     // B
-  int threads() const;  // threads that solve (cpu: the pool's workers plus the calling thread)
+  // Threads that solve (cpu: the pool's workers plus the calling thread, and on the solvers path
+  // each Solver's own knot threads beyond its first).
+  int threads() const;
   BatchBackend backend() const;
   bool single() const;  // whether the batch solves in float (backend cuda; BatchOptions::single)
   BatchPath path() const;  // Solvers or Device, Auto resolved

@@ -132,6 +132,11 @@ struct SolverOptions {
   // throws problems::ProblemError naming its size and this limit (key solver.memory_limit).
   double memory_limit = 8;
 
+  // ---- Threads that evaluate the knots (linearization, exact Hessians, trial points): the calling
+  // thread and threads - 1 workers made by the constructor; 0 = every core; at most N + 1. The LQ
+  // step stays on the calling thread. Every thread count gives the same result bit for bit.
+  int threads = 1;
+
   bool verbose = false;  // for callers (the CLI prints the per-iteration table); solve() never logs
 
   // Names the first invalid field and its value ("max_iter must be >= 1, found 0"); empty if valid.

@@ -136,6 +136,8 @@ class Solver {
   void shift();
 
   const Solution& solution() const;
+  // Threads that evaluate the knots: SolverOptions::threads resolved (0: every core) and capped at N + 1.
+  int threads() const;
   const Stats& stats() const;
   const SolverOptions& options() const;
   const problems::Problem& problem() const;

@@ -1,0 +1,104 @@
+#include "work_pool.hpp"
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+
+namespace knot::solver {
+namespace {
+
+// How long a thread polls for the next round (a worker) or the round's end (the caller) before it
+// blocks: long enough to bridge Solver's serial phases between two parallel ones (an LQ step of
+// iiwa14 at N = 64 is about 100 us), short enough that idle workers give their core back at once
+// on the scale of a control period.
+constexpr std::chrono::microseconds kSpin{200};
+
+inline void relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Polls `ready` until it holds or kSpin has passed; the clock is read every 64 polls.
+template <class Ready>
+bool spin_until(Ready ready) {
+  const auto until = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 1;; ++i) {
+    if (ready()) return true;
+    relax();
+    if (i % 64 == 0) {
+      if (std::chrono::steady_clock::now() > until) return false;
+      std::this_thread::yield();
+    }
+  }
+}
+
+}  // namespace
+
+WorkPool::WorkPool(int threads) {
+  if (threads < 1) throw std::invalid_argument("WorkPool: threads must be >= 1, found " + std::to_string(threads));
+  workers_.reserve(static_cast<std::size_t>(threads - 1));
+  for (int w = 1; w < threads; ++w) workers_.emplace_back([this, w] { work(w); });
+}
+
+WorkPool::~WorkPool() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_.store(true, std::memory_order_release);
+  }
+  start_.notify_all();
+  for (std::thread& t : workers_) t.join();
+}
+
+void WorkPool::take(int worker) {
+  for (int i = next_.fetch_add(1, std::memory_order_relaxed); i < count_; i = next_.fetch_add(1, std::memory_order_relaxed))
+    fn_(ctx_, i, worker);
+}
+
+void WorkPool::work(int worker) {
+  std::uint64_t seen = 0;
+  for (;;) {
+    const auto opened = [&] {
+      return stop_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen;
+    };
+    if (!spin_until(opened)) {
+      std::unique_lock lock(mutex_);
+      start_.wait(lock, opened);
+    }
+    if (stop_.load(std::memory_order_acquire)) return;
+    seen = generation_.load(std::memory_order_acquire);
+    take(worker);
+    // The last worker out wakes run() if it sleeps; the lock orders this with its predicate check.
+    if (running_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard lock(mutex_);
+      done_.notify_one();
+    }
+  }
+}
+
+void WorkPool::run(int count, Fn fn, void* ctx) {
+  if (workers_.empty()) {
+    for (int i = 0; i < count; ++i) fn(ctx, i, 0);
+    return;
+  }
+  // Every worker takes part in every round (run() returns only after each has counted itself out),
+  // so these plain fields are read only after the generation's release below.
+  fn_ = fn;
+  ctx_ = ctx;
+  count_ = count;
+  next_.store(0, std::memory_order_relaxed);
+  running_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+  {
+    std::lock_guard lock(mutex_);
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  start_.notify_all();
+  take(0);
+  const auto finished = [&] { return running_.load(std::memory_order_acquire) == 0; };
+  if (!spin_until(finished)) {
+    std::unique_lock lock(mutex_);
+    done_.wait(lock, finished);
+  }
+}
+
+}  // namespace knot::solver
