@@ -10,7 +10,8 @@ namespace {
 // How long a thread polls for the next round (a worker) or the round's end (the caller) before it
 // blocks: long enough to bridge Solver's serial phases between two parallel ones (an LQ step of
 // iiwa14 at N = 64 is about 100 us), short enough that idle workers give their core back at once
-// on the scale of a control period.
+// on the scale of a control period. A pool with more threads than cores never polls: there a
+// polling worker takes the core that the thread it waits for needs.
 constexpr std::chrono::microseconds kSpin{200};
 
 inline void relax() {
@@ -19,10 +20,11 @@ inline void relax() {
 #endif
 }
 
-// Polls `ready` until it holds or kSpin has passed; the clock is read every 64 polls.
+// Polls `ready` until it holds or `spin` has passed; the clock is read every 64 polls.
 template <class Ready>
-bool spin_until(Ready ready) {
-  const auto until = std::chrono::steady_clock::now() + kSpin;
+bool spin_until(Ready ready, std::chrono::microseconds spin) {
+  if (spin.count() == 0) return ready();
+  const auto until = std::chrono::steady_clock::now() + spin;
   for (int i = 1;; ++i) {
     if (ready()) return true;
     relax();
@@ -37,6 +39,8 @@ bool spin_until(Ready ready) {
 
 WorkPool::WorkPool(int threads) {
   if (threads < 1) throw std::invalid_argument("WorkPool: threads must be >= 1, found " + std::to_string(threads));
+  const unsigned cores = std::thread::hardware_concurrency();
+  spin_ = cores == 0 || static_cast<unsigned>(threads) <= cores ? kSpin : std::chrono::microseconds{0};
   workers_.reserve(static_cast<std::size_t>(threads - 1));
   for (int w = 1; w < threads; ++w) workers_.emplace_back([this, w] { work(w); });
 }
@@ -51,8 +55,14 @@ WorkPool::~WorkPool() {
 }
 
 void WorkPool::take(int worker) {
-  for (int i = next_.fetch_add(1, std::memory_order_relaxed); i < count_; i = next_.fetch_add(1, std::memory_order_relaxed))
-    fn_(ctx_, i, worker);
+  for (int i = next_.fetch_add(1, std::memory_order_relaxed); i < count_; i = next_.fetch_add(1, std::memory_order_relaxed)) {
+    try {
+      fn_(ctx_, i, worker);
+    } catch (...) {
+      std::lock_guard lock(mutex_);
+      if (!error_) error_ = std::current_exception();
+    }
+  }
 }
 
 void WorkPool::work(int worker) {
@@ -61,7 +71,7 @@ void WorkPool::work(int worker) {
     const auto opened = [&] {
       return stop_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen;
     };
-    if (!spin_until(opened)) {
+    if (!spin_until(opened, spin_)) {
       std::unique_lock lock(mutex_);
       start_.wait(lock, opened);
     }
@@ -95,9 +105,14 @@ void WorkPool::run(int count, Fn fn, void* ctx) {
   start_.notify_all();
   take(0);
   const auto finished = [&] { return running_.load(std::memory_order_acquire) == 0; };
-  if (!spin_until(finished)) {
+  if (!spin_until(finished, spin_)) {
     std::unique_lock lock(mutex_);
     done_.wait(lock, finished);
+  }
+  if (error_) {
+    std::exception_ptr error;
+    std::swap(error, error_);
+    std::rethrow_exception(error);
   }
 }
 

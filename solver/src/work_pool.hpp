@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -30,7 +31,8 @@ class WorkPool {
 
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
   // fn(ctx, item, worker) for every item in [0, count), on the calling thread and the workers;
-  // returns when all are done. fn must not throw (a worker's exception would terminate).
+  // returns when all are done. An exception from fn (on any thread) is rethrown here once the
+  // round is over, the first one caught; the other items still run.
   void run(int count, Fn fn, void* ctx);
 
  private:
@@ -44,6 +46,8 @@ class WorkPool {
   std::atomic<int> running_{0};               // workers not yet done with the current round
   std::atomic<int> next_{0};                  // the next item to hand out
   std::atomic<bool> stop_{false};
+  std::exception_ptr error_;  // the round's first exception (under mutex_)
+  std::chrono::microseconds spin_{0};  // how long to poll before sleeping (0 with more threads than cores)
   int count_ = 0;
   Fn fn_ = nullptr;
   void* ctx_ = nullptr;

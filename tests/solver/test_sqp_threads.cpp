@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -168,6 +170,39 @@ TEST(SqpKnotThreads, AFailingKnotIsReportedAsTheSerialLoopWould) {
     if (threads == 1) serial_message = message;
     EXPECT_EQ(message, serial_message) << threads << " threads";
     EXPECT_NE(message.find("knot 5"), std::string::npos) << message;
+  }
+}
+
+// A cost term that throws at one knot: the exception leaves solve() on every thread count, the
+// pool's workers survive it, and the solver solves again once the term stops throwing.
+class ThrowingCost final : public problems::CostTerm {
+ public:
+  explicit ThrowingCost(const bool* armed) : CostTerm(problems::TermInfo{"throwing"}), armed_(armed) {}
+  std::string_view type() const override { return "throwing"; }
+  bool uses_control() const override { return false; }
+  double value(const problems::StagePoint& p) const override { return check(p); }
+  double accumulate(const problems::StagePoint& p, const problems::CostBlocks&) const override { return check(p); }
+
+ private:
+  double check(const problems::StagePoint& p) const {
+    if (*armed_ && p.k == 7) throw std::runtime_error("cost evaluation failed at knot 7");
+    return 0.0;
+  }
+  const bool* armed_;
+};
+
+TEST(SqpKnotThreads, AnExceptionAtAKnotLeavesSolveOnEveryThreadCount) {
+  bool armed = true;
+  problems::Problem p = load_config("pendulum_swingup");
+  p.costs.push_back(std::make_shared<ThrowingCost>(&armed));
+  for (int threads : {1, 3}) {
+    armed = true;
+    solver::SolverOptions o = sqp_options(p);
+    o.threads = threads;
+    solver::Solver s(p, o);
+    EXPECT_THROW(s.solve(), std::runtime_error) << threads << " threads";
+    armed = false;
+    EXPECT_EQ(s.solve(), solver::Status::Solved) << threads << " threads: " << s.solution().message();
   }
 }
 
