@@ -2,7 +2,7 @@
 """iiwa14_reach (configs/iiwa14_reach.yaml, MPCGPU's tracking task) solved by Knot, Crocoddyl's FDDP and
 mim-solvers' SQP, side by side: status, iterations, cost and time of each, on one core.
 
-    PYTHONPATH=build/release/python python3 scripts/compare_iiwa.py [--N 32,64,128] [--rounds 5]
+    PYTHONPATH=build/release/python python3 scripts/compare_iiwa.py [--N 32,64,128] [--rounds 5] [--threads 1]
 
 The same NLP on every side: the file's arm (configs/robots/iiwa14_iiwa_grid.urdf, gravity 0, the
 URDF's joint damping ignored by both dynamics), semi-implicit Euler over dt = 1/64 s (Crocoddyl's
@@ -17,7 +17,9 @@ controls is Knot's states.
 Each side runs with its defaults (Knot: the file's solver section, hessian auto; FDDP: th_stop 1e-9;
 mim-solvers' SQP: its KKT tolerance 1e-4), Knot also with gauss_newton. Every solver is pinned to
 CPU 0 (os.sched_setaffinity; Crocoddyl's problem on one thread), the sides interleaved in each
-round, medians over the rounds. Optional packages (pip `pin==4.0.0 crocoddyl==3.2.1 mim-solvers`:
+round, medians over the rounds. With --threads T, CPUs 0..T-1 and T threads on every side: Knot's
+`threads` option (its knots on a pool) and Crocoddyl's ShootingProblem.nthreads (OpenMP over the
+knots' calc and calcDiff, which mim-solvers' SQP uses too). Optional packages (pip `pin==4.0.0 crocoddyl==3.2.1 mim-solvers`:
 a newer pin gives this Crocoddyl wrong dynamics silently) are skipped with one line when absent.
 """
 
@@ -42,7 +44,7 @@ def knot_problem(N):
     return knot.load(CONFIG, set={"horizon.N": N, "horizon.integrator": "semi_implicit_euler"})
 
 
-def crocoddyl_problem(p, crocoddyl, pinocchio):
+def crocoddyl_problem(p, crocoddyl, pinocchio, threads=1):
     model = pinocchio.buildModelFromUrdf(str(URDF))
     model.gravity.setZero()
     state = crocoddyl.StateMultibody(model)
@@ -69,7 +71,7 @@ def crocoddyl_problem(p, crocoddyl, pinocchio):
 
     problem = crocoddyl.ShootingProblem(np.array(p.x0), [knot_model(k, False) for k in range(N)],
                                         knot_model(N, True))
-    problem.nthreads = 1
+    problem.nthreads = threads
     return problem
 
 
@@ -92,12 +94,12 @@ def check_same_nlp(p, problem):
         raise SystemExit("the two formulations differ: no comparison")
 
 
-def sides(p, packages):
+def sides(p, packages, threads):
     nx, nu, N = p.nx, p.nu, p.N
     x0 = np.array(p.x0)
     runs = {}
     for hessian in ("auto", "gauss_newton"):
-        s = knot.Solver(p, hessian=hessian)
+        s = knot.Solver(p, hessian=hessian, threads=threads)
         guess_x, guess_u = np.tile(x0, (N + 1, 1)), np.zeros((N, nu))
 
         def run(s=s, guess_x=guess_x, guess_u=guess_u):
@@ -114,7 +116,7 @@ def sides(p, packages):
         if "mim_solvers" in packages:
             solvers["mim-solvers sqp"] = packages["mim_solvers"].SolverSQP
         for name, make in solvers.items():
-            solver = make(crocoddyl_problem(p, crocoddyl, pinocchio))
+            solver = make(crocoddyl_problem(p, crocoddyl, pinocchio, threads))
 
             def run(solver=solver):
                 xs, us = [x0.copy() for _ in range(N + 1)], [np.zeros(nu) for _ in range(N)]
@@ -131,11 +133,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--N", default="32,64,128")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1, help="threads (and CPUs 0..T-1) on every side")
     args = parser.parse_args()
     try:
-        os.sched_setaffinity(0, {0})
+        os.sched_setaffinity(0, set(range(args.threads)))
     except (AttributeError, OSError) as e:
-        print(f"not pinned to one core: {e}")
+        print(f"not pinned to CPUs 0..{args.threads - 1}: {e}")
     packages = {}
     try:
         import pinocchio  # noqa: F401  (before crocoddyl and mim_solvers: it loads their libraries)
@@ -155,7 +158,7 @@ def main():
         p = knot_problem(N)
         if "crocoddyl" in packages:
             check_same_nlp(p, crocoddyl_problem(p, *packages["crocoddyl"]))
-        runs = sides(p, packages)
+        runs = sides(p, packages, args.threads)
         times = {name: [] for name in runs}
         last = {}
         for _ in range(args.rounds):

@@ -8,11 +8,13 @@ namespace knot::solver {
 namespace {
 
 // How long a thread polls for the next round (a worker) or the round's end (the caller) before it
-// blocks: long enough to bridge Solver's serial phases between two parallel ones (an LQ step of
-// iiwa14 at N = 64 is about 100 us), short enough that idle workers give their core back at once
-// on the scale of a control period. A pool with more threads than cores never polls: there a
-// polling worker takes the core that the thread it waits for needs.
-constexpr std::chrono::microseconds kSpin{200};
+// blocks on the condition variable. Measured on iiwa14_reach (N = 64 and 128, auto and
+// Gauss-Newton, two threads on this 2-vCPU machine, 5 interleaved rounds): polling 0, 50 and 200 us
+// were within the noise of one another (docs/BENCHMARKS.md, "Knots on several threads"); a short
+// poll saves the wake-up where the serial phases are short, and costs a loaded machine little. A
+// pool with more threads than cores never polls: there a polling worker takes the core that the
+// thread it waits for needs.
+constexpr std::chrono::microseconds kSpin{50};
 
 inline void relax() {
 #if defined(__x86_64__) || defined(__i386__)

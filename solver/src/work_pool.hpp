@@ -3,7 +3,7 @@
 //
 // Items are handed out by one atomic counter, so which thread runs an item depends on timing; the
 // callers make that harmless by giving each item its own outputs and each thread its own scratch
-// (the `worker` index: 0 is the calling thread). Between rounds the workers spin briefly, then sleep
+// (the `worker` index: 0 is the calling thread). Between rounds the workers poll briefly, then sleep
 // on a condition variable: Solver's rounds (the knots of one linearization or trial point) come
 // microseconds apart within an iteration, BatchSolver's (whole solves) far apart. Nothing here
 // allocates after construction: the round is a function pointer, a context and three counters.
