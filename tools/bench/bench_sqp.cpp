@@ -218,15 +218,8 @@ BENCHMARK_CAPTURE(BM_Iiwa14Step, gravity_limits, "iiwa14_gravity_limits")->Apply
 
 // ---- Whole solves with the knots evaluated by several threads
 
-// One Solver per thread count, made outside the timed loop (its pool's threads start there); every
-// timed call restores the default guess and solves cold, as `knot solve` does.
-void BM_KnotThreads(benchmark::State& state, const char* config, const char* hessian) {
-  const int N = static_cast<int>(state.range(0));
-  const problems::Problem p =
-      load_config(config, {"horizon.N=" + std::to_string(N), std::string("solver.hessian=") + hessian});
-  solver::SolverOptions o = solver::from_settings(p.solver);
-  o.threads = static_cast<int>(state.range(1));
-  Solver s(p, o);
+// The timed loop of whole solves: each call restores the default guess and solves cold.
+PhaseSum cold_solves(benchmark::State& state, Solver& s, const problems::Problem& p) {
   std::vector<double> x, u;
   solver::default_initial_guess(p, x, u);
   PhaseSum phases;
@@ -236,6 +229,19 @@ void BM_KnotThreads(benchmark::State& state, const char* config, const char* hes
     phases.add(s.stats().time);
     benchmark::DoNotOptimize(s.solution().x.data());
   }
+  return phases;
+}
+
+// One Solver per thread count, made outside the timed loop (its pool's threads start there); every
+// timed call restores the default guess and solves cold, as `knot solve` does.
+void BM_KnotThreads(benchmark::State& state, const char* config, const char* hessian) {
+  const int N = static_cast<int>(state.range(0));
+  const problems::Problem p =
+      load_config(config, {"horizon.N=" + std::to_string(N), std::string("solver.hessian=") + hessian});
+  solver::SolverOptions o = solver::from_settings(p.solver);
+  o.threads = static_cast<int>(state.range(1));
+  Solver s(p, o);
+  const PhaseSum phases = cold_solves(state, s, p);
   if (s.solution().status == Status::NumericalError) {
     state.SkipWithError(s.solution().message().data());
     return;
@@ -345,15 +351,7 @@ BENCHMARK(BM_BoxLq)->Apply(box_sizes);
 void BM_ToOptimum(benchmark::State& state, problems::Problem (*make)(const std::string&), const std::string& arg) {
   const problems::Problem p = make(arg);
   Solver s(p);
-  std::vector<double> x, u;
-  solver::default_initial_guess(p, x, u);
-  PhaseSum phases;
-  for (auto _ : state) {
-    s.set_initial_guess(x, u);
-    s.solve();
-    phases.add(s.stats().time);
-    benchmark::DoNotOptimize(s.solution().x.data());
-  }
+  const PhaseSum phases = cold_solves(state, s, p);
   state.SetLabel(solver::to_string(s.solution().status));
   state.counters["iterations"] = s.solution().iterations;
   state.counters["solved"] = solver::is_solved(s.solution().status) ? 1 : 0;
