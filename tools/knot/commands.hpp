@@ -42,7 +42,9 @@ struct SolveOptions {
   std::string sweep;                   // "NAME=LO:HI": model parameter NAME from LO (copy 0) to HI (copy B-1)
   std::string backend = "cpu";         // cpu | cuda
   std::string precision = "double";    // double | float (backend cuda only)
-  int threads = 0;                     // cpu threads; 0 = every core
+  // --threads T: with a batch, its CPU threads (0 = every core, the default); on one solve, the
+  // solver's knot threads (solver.threads; docs/solver.md, Threads).
+  std::optional<int> threads;
   std::string path = "auto";           // auto | solvers | device (BatchOptions::path)
 };
 // Exit 0 when solved, 1 on input or output errors, 2 when the solver stopped short of Solved.
@@ -50,11 +52,11 @@ int run_solve(const SolveOptions& opt);
 // --batch: exit 0 when every copy is solved, 1 on input errors (a backend this build cannot run
 // included), 2 when a copy stopped short of Solved.
 int run_solve_batch(const SolveOptions& opt);
-// Whether the options ask for a batch (--batch, --vary, --vary-file, --sweep, --backend, --precision,
-// --threads or --path given).
+// Whether the options ask for a batch (--batch, --vary, --vary-file, --sweep, --backend, --precision
+// or --path given; --threads alone is the one solve's knot threads).
 inline bool wants_batch(const SolveOptions& opt) {
   return opt.batch > 0 || !opt.vary.empty() || !opt.vary_file.empty() || !opt.sweep.empty() || opt.backend != "cpu" ||
-         opt.precision != "double" || opt.threads != 0 || opt.path != "auto";
+         opt.precision != "double" || opt.path != "auto";
 }
 
 struct MpcOptions {

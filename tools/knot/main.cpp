@@ -75,7 +75,10 @@ int main(int argc, char** argv) {
   solve->add_option("--backend", sopt.backend, "Batch backend")->check(CLI::IsMember({"cpu", "cuda"}));
   solve->add_option("--precision", sopt.precision, "Batch arithmetic: double, or float (backend cuda only)")
       ->check(CLI::IsMember({"double", "float"}));
-  solve->add_option("--threads", sopt.threads, "Batch threads on the CPU (0: every core)")->check(CLI::Range(0, 4096));
+  solve->add_option("--threads", sopt.threads,
+                    "CPU threads (0: every core): with a batch, the batch's (default 0); on one solve, the threads "
+                    "that evaluate its knots (solver.threads)")
+      ->check(CLI::Range(0, 4096));
   solve->add_option("--path", sopt.path, "Batch path: auto (cpu: solvers, cuda: device), solvers (one Solver per problem) "
                                          "or device (the GPU's code, on the CPU with backend cpu)")
       ->check(CLI::IsMember({"auto", "solvers", "device"}));

@@ -273,6 +273,7 @@ int run_solve(const SolveOptions& opt) {
   }
   std::vector<std::string> overrides = opt.overrides;
   if (!opt.linsys.empty()) overrides.push_back("solver.linsys=" + opt.linsys);
+  if (opt.threads) overrides.push_back("solver.threads=" + std::to_string(*opt.threads));
   problems::Problem problem;
   solver::SolverOptions options;
   try {
@@ -361,7 +362,8 @@ int run_solve(const SolveOptions& opt) {
     report.solver = "knot";
     report.settings = std::string("sqp; linsys ") + solver::to_string(st.linsys) + ", hessian " +
                       solver::to_string(options.hessian) + ", globalization " +
-                      solver::to_string(options.globalization);
+                      solver::to_string(options.globalization) +
+                      (s.threads() > 1 ? ", threads " + std::to_string(s.threads()) : std::string());
     report.status = solver::to_string(sol.status);
     report.message = std::string(sol.message());
     report.solved = solver::is_solved(sol.status);

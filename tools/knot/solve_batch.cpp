@@ -155,7 +155,7 @@ int run_solve_batch(const SolveOptions& opt) {
   solver::BatchOptions options;
   options.backend = opt.backend == "cuda" ? solver::BatchBackend::Cuda : solver::BatchBackend::Cpu;
   options.single = opt.precision == "float";
-  options.threads = opt.threads;
+  options.threads = opt.threads.value_or(0);
   options.path = opt.path == "device" ? solver::BatchPath::Device
                  : opt.path == "solvers" ? solver::BatchPath::Solvers
                                          : solver::BatchPath::Auto;
