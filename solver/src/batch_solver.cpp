@@ -13,7 +13,6 @@
 #include <limits>
 #include <memory>
 #include <stdexcept>
-#include <thread>
 #include <vector>
 
 #include "knot/problems/constraint.hpp"
@@ -30,7 +29,7 @@ namespace {
 
 // The cpu backend's threads: BatchOptions::threads, 0 meaning every core.
 int batch_threads(const BatchOptions& o) {
-  return o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return o.threads > 0 ? o.threads : WorkPool::available_cores();
 }
 
 }  // namespace

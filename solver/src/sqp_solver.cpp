@@ -7,7 +7,6 @@
 #include <new>
 #include <stdexcept>
 #include <string>
-#include <thread>
 
 #include "knot/problems/constraint.hpp"
 #include "knot/problems/error.hpp"
@@ -107,8 +106,7 @@ const SolverOptions& within_memory_limit(const problems::Problem& p, const Solve
 }
 
 int solver_threads(const SolverOptions& o, int N) {
-  const int all = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::min(o.threads > 0 ? o.threads : all, N + 1);
+  return std::min(o.threads > 0 ? o.threads : WorkPool::available_cores(), N + 1);
 }
 
 bool has_rate_cost(const problems::Problem& p) {

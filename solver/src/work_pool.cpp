@@ -1,5 +1,10 @@
 #include "work_pool.hpp"
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <string>
@@ -39,10 +44,18 @@ bool spin_until(Ready ready, std::chrono::microseconds spin) {
 
 }  // namespace
 
+int WorkPool::available_cores() {
+#if defined(__linux__)
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+#endif
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 WorkPool::WorkPool(int threads) {
   if (threads < 1) throw std::invalid_argument("WorkPool: threads must be >= 1, found " + std::to_string(threads));
-  const unsigned cores = std::thread::hardware_concurrency();
-  spin_ = cores == 0 || static_cast<unsigned>(threads) <= cores ? kSpin : std::chrono::microseconds{0};
+  spin_ = threads <= available_cores() ? kSpin : std::chrono::microseconds{0};
   workers_.reserve(static_cast<std::size_t>(threads - 1));
   for (int w = 1; w < threads; ++w) workers_.emplace_back([this, w] { work(w); });
 }

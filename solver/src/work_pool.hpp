@@ -30,6 +30,9 @@ class WorkPool {
   WorkPool& operator=(const WorkPool&) = delete;
 
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
+  // The cores this process may run on (its CPU affinity, so `taskset -c 0` counts one), at least 1;
+  // what a thread count of 0 ("every core") resolves to.
+  static int available_cores();
   // fn(ctx, item, worker) for every item in [0, count), on the calling thread and the workers;
   // returns when all are done. An exception from fn (on any thread) is rethrown here once the
   // round is over, the first one caught; the other items still run.

@@ -12,6 +12,10 @@
 #include <string>
 #include <thread>
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
 #include "test_util.hpp"
 #include "test_sqp_common.hpp"
 
@@ -219,8 +223,23 @@ TEST(SqpKnotThreads, ThreadCountsAreCheckedAndCapped) {
   EXPECT_EQ(every.solve(), solver::Status::Solved) << every.solution().message();
   o.threads = 1000;  // more threads than knots: N + 1 of them
   solver::Solver many(p, o);
+  EXPECT_EQ(many.threads(), p.horizon.N + 1);
   EXPECT_EQ(many.solve(), solver::Status::Solved) << many.solution().message();
   EXPECT_TRUE(bitwise_equal(many.solution().x, every.solution().x));
+#if defined(__linux__)
+  // "Every core" is the cores the thread may run on: one, on a thread pinned to CPU 0.
+  int pinned = 0;
+  std::thread t([&] {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    if (sched_setaffinity(0, sizeof(one), &one) != 0) return;
+    o.threads = 0;
+    pinned = solver::Solver(p, o).threads();
+  });
+  t.join();
+  EXPECT_EQ(pinned, 1);
+#endif
 }
 
 }  // namespace

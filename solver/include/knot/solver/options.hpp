@@ -133,7 +133,8 @@ struct SolverOptions {
   double memory_limit = 8;
 
   // ---- Threads that evaluate the knots (linearization, exact Hessians, trial points): the calling
-  // thread and threads - 1 workers made by the constructor; 0 = every core; at most N + 1. The LQ
+  // thread and threads - 1 workers made by the constructor; 0 = every core the process may run on
+  // (its CPU affinity); at most N + 1. The LQ
   // step stays on the calling thread. Every thread count gives the same result bit for bit.
   int threads = 1;
 
