@@ -49,12 +49,11 @@ struct KnotWork {
       : data(model.make_data()), integrator(model, scheme) {}
   std::unique_ptr<problems::ModelData> data;
   problems::Integrator integrator;
-  std::vector<double> x_next;              // nx: an integrator step's end
+  std::vector<double> x_next;                    // nx: an integrator step's end
   std::vector<double> term_g, term_gx, term_gu;  // the largest constraint term's rows
   // Exact Hessian scratch (empty for Gauss-Newton): the perturbed point, two gradients, the Hessian
   // and the integrator's sensitivities there.
   std::vector<double> fd_w, fd_plus, fd_minus, fd_H, fd_A, fd_B;
-  std::size_t bytes() const;
 };
 
 // Why a knot's evaluation failed (the parallel phases record it per knot; the lowest knot's is
