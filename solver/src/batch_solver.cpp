@@ -106,7 +106,7 @@ struct BatchSolver::Impl {
   problems::Problem base;              // device path: the problem, to compile other models into
   std::vector<std::shared_ptr<const problems::Model>> models;  // device path: problem i's model
 
-  // ---- The pool (null when one thread solves the batch).
+  // ---- The pool (no workers when one thread solves the batch; null on backend cuda).
   std::unique_ptr<WorkPool> pool;
 
   void solve_one(int i) {
@@ -125,10 +125,6 @@ struct BatchSolver::Impl {
   }
 
   void solve_all() {
-    if (!pool) {
-      for (int i = 0; i < B; ++i) solve_one(i);
-      return;
-    }
     pool->run(B, [](void* self, int i, int) { static_cast<Impl*>(self)->solve_one(i); }, this);
   }
 
@@ -295,7 +291,7 @@ BatchSolver::BatchSolver(problems::Problem problem, int batch_size, const BatchO
 
   if (m.engine) return;  // the GPU solves; no pool
   const int threads = std::min(batch_threads(options), batch_size);
-  if (threads > 1) m.pool = std::make_unique<WorkPool>(threads);
+  m.pool = std::make_unique<WorkPool>(threads);
 }
 
 BatchSolver::~BatchSolver() = default;
@@ -497,7 +493,7 @@ const Solver& BatchSolver::solver(int i) const { return impl_->at(i); }
 
 int BatchSolver::size() const { return impl_->B; }
 int BatchSolver::threads() const {
-  return impl_->engine ? impl_->engine->threads() : (impl_->pool ? impl_->pool->threads() : 1) *
+  return impl_->engine ? impl_->engine->threads() : impl_->pool->threads() *
                                                    (impl_->path == BatchPath::Solvers ? impl_->solvers[0].threads() : 1);
 }
 BatchBackend BatchSolver::backend() const { return impl_->backend; }

@@ -146,9 +146,11 @@ struct Solver::Impl {
   double evaluate_cost(const double* x, const double* u);
   double merit(const MeritParts& m) const { return m.cost + m.barrier + penalty * m.infeasibility; }
   problems::StagePoint point(int k, const double* x, const double* u, problems::ModelData* data) const;
-  // Runs phase(k, work[thread]) for every knot k = 0..N: on the pool when there is one, else in knot
-  // order on the calling thread.
+  // Runs phase(k, work[thread]) for every knot k = 0..N on the pool (in knot order on the calling
+  // thread when it has no workers).
   void for_each_knot(void (Impl::*phase)(int, KnotWork&));
+  // The term_cost entries of the active terms, added knot by knot, term by term (the serial order).
+  double summed_term_cost() const;
   // Sets the status and its message (describe(status), then ": " and the formatted detail).
   void set_status(Status status, const char* format, ...);
   // The inner loops' time check: true (and the status TimeLimit, naming the phase) once the clock
@@ -177,7 +179,7 @@ struct Solver::Impl {
   double dt = 0;
   std::vector<const problems::CostTerm*> costs;
   std::vector<KnotWork> work;        // one per thread (SolverOptions::threads)
-  std::unique_ptr<WorkPool> pool;    // null with one thread
+  std::unique_ptr<WorkPool> pool;    // threads - 1 workers (none with one thread)
   std::vector<KnotOutcome> knot_outcome;  // N + 1: the last parallel phase's failures
   // (N + 1) x costs.size(): each active term's value at each knot, summed afterwards in the serial
   // loop's order (knot, then term), so the total has the same bits for every thread count.

@@ -36,10 +36,6 @@ problems::StagePoint Solver::Impl::point(int k, const double* x, const double* u
 }
 
 void Solver::Impl::for_each_knot(void (Impl::*phase)(int, KnotWork&)) {
-  if (!pool) {
-    for (int k = 0; k <= N; ++k) (this->*phase)(k, work[0]);
-    return;
-  }
   struct Round {
     Impl* self;
     void (Impl::*phase)(int, KnotWork&);
@@ -107,11 +103,7 @@ bool Solver::Impl::linearize() {
     }
     return false;
   }
-  cost = 0;
-  const std::size_t terms = costs.size();
-  for (int k = 0; k <= N; ++k)
-    for (std::size_t t = 0; t < terms; ++t)
-      if (costs[t]->active(k, N)) cost += term_cost[static_cast<std::size_t>(k) * terms + t];
+  cost = summed_term_cost();
   for (int i = 0; i < nx; ++i) lq.x_init[static_cast<std::size_t>(i)] = problem.x0[static_cast<std::size_t>(i)] - x[i];
   if (rate) {
     // Knot k's rate terms' gradient in u_{k-1} joins r_{k-1}; then the raw gradient is copied again.
@@ -506,6 +498,15 @@ double Solver::Impl::evaluate_cost(const double* x, const double* u) {
   return f;
 }
 
+double Solver::Impl::summed_term_cost() const {
+  double f = 0;
+  const std::size_t terms = costs.size();
+  for (int k = 0; k <= N; ++k)
+    for (std::size_t t = 0; t < terms; ++t)
+      if (costs[t]->active(k, N)) f += term_cost[static_cast<std::size_t>(k) * terms + t];
+  return f;
+}
+
 // Knot k's share of evaluate_merit_parts at (trial_x, trial_u): each cost term's value into
 // term_cost, the integrator's step into trial_next, the rows into ineq.trial and eq.trial.
 void Solver::Impl::trial_knot(int k, KnotWork& w) {
@@ -535,12 +536,7 @@ MeritParts Solver::Impl::evaluate_merit_parts(const double* x, const double* u, 
   trial_u = u;
   for_each_knot(&Impl::trial_knot);
   MeritParts m;
-  double f = 0;
-  const std::size_t terms = costs.size();
-  for (int k = 0; k <= N; ++k)
-    for (std::size_t t = 0; t < terms; ++t)
-      if (costs[t]->active(k, N)) f += term_cost[static_cast<std::size_t>(k) * terms + t];
-  m.cost = obj_scale * f;
+  m.cost = obj_scale * summed_term_cost();
   for (int i = 0; i < nx; ++i) m.infeasibility += std::abs(problem.x0[static_cast<std::size_t>(i)] - x[i]);
   for (int k = 0; k < N; ++k) {
     if (knot_outcome[static_cast<std::size_t>(k)].failure != KnotFailure::None) {

@@ -236,7 +236,7 @@ Solver::Impl::Impl(problems::Problem p, const SolverOptions& options)
   term_cost.assign((static_cast<std::size_t>(N) + 1) * costs.size(), 0.0);
   if (rate) rate_prev.assign((static_cast<std::size_t>(N) + 1) * nu, 0.0);
   trial_next.assign(static_cast<std::size_t>(N) * nx, 0.0);
-  if (threads > 1) pool = std::make_unique<WorkPool>(threads);
+  pool = std::make_unique<WorkPool>(threads);
 
   filter.assign(static_cast<std::size_t>(opt.max_iter) + 1, {0.0, 0.0});
   if (opt.hessian == Hessian::Auto) contraction.assign(static_cast<std::size_t>(opt.max_iter) + 1, 0.0);

@@ -24,7 +24,7 @@ class WorkPool {
  public:
   using Fn = void (*)(void* ctx, int item, int worker);
 
-  explicit WorkPool(int threads);  // threads >= 1: threads - 1 workers start here
+  explicit WorkPool(int threads);  // threads >= 1: threads - 1 workers start here (none for 1)
   ~WorkPool();
   WorkPool(const WorkPool&) = delete;
   WorkPool& operator=(const WorkPool&) = delete;
@@ -35,7 +35,8 @@ class WorkPool {
   static int available_cores();
   // fn(ctx, item, worker) for every item in [0, count), on the calling thread and the workers;
   // returns when all are done. An exception from fn (on any thread) is rethrown here once the
-  // round is over, the first one caught; the other items still run.
+  // round is over, the first one caught; the other items still run. Without workers the items run
+  // in order on the calling thread, and an exception leaves at once.
   void run(int count, Fn fn, void* ctx);
 
  private:
