@@ -3,6 +3,7 @@
 mim-solvers' SQP, side by side: status, iterations, cost and time of each, on one core.
 
     PYTHONPATH=build/release/python python3 scripts/compare_iiwa.py [--N 32,64,128] [--rounds 5] [--threads 1]
+        [--hessians auto,gauss_newton]
 
 The same NLP on every side: the file's arm (configs/robots/iiwa14_iiwa_grid.urdf, gravity 0, the
 URDF's joint damping ignored by both dynamics), semi-implicit Euler over dt = 1/64 s (Crocoddyl's
@@ -15,7 +16,8 @@ Crocoddyl problem's cost of Knot's optimum is Knot's cost, and Crocoddyl's rollo
 controls is Knot's states.
 
 Each side runs with its defaults (Knot: the file's solver section, hessian auto; FDDP: th_stop 1e-9;
-mim-solvers' SQP: its KKT tolerance 1e-4), Knot also with gauss_newton. Every solver is pinned to
+mim-solvers' SQP: its KKT tolerance 1e-4, both at most 500 iterations), Knot also with
+gauss_newton (--hessians names Knot's rows; `exact` is the one that converges at N >= 192). Every solver is pinned to
 CPU 0 (os.sched_setaffinity; Crocoddyl's problem on one thread), the sides interleaved in each
 round, medians over the rounds. With --threads T, CPUs 0..T-1 and T threads on every side: Knot's
 `threads` option (its knots on a pool) and Crocoddyl's ShootingProblem.nthreads (OpenMP over the
@@ -94,11 +96,11 @@ def check_same_nlp(p, problem):
         raise SystemExit("the two formulations differ: no comparison")
 
 
-def sides(p, packages, threads):
+def sides(p, packages, threads, hessians):
     nx, nu, N = p.nx, p.nu, p.N
     x0 = np.array(p.x0)
     runs = {}
-    for hessian in ("auto", "gauss_newton"):
+    for hessian in hessians:
         s = knot.Solver(p, hessian=hessian, threads=threads)
         guess_x, guess_u = np.tile(x0, (N + 1, 1)), np.zeros((N, nu))
 
@@ -134,6 +136,7 @@ def main():
     parser.add_argument("--N", default="32,64,128")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1, help="threads (and CPUs 0..T-1) on every side")
+    parser.add_argument("--hessians", default="auto,gauss_newton", help="Knot's rows: auto, gauss_newton, exact")
     args = parser.parse_args()
     try:
         os.sched_setaffinity(0, set(range(args.threads)))
@@ -158,7 +161,7 @@ def main():
         p = knot_problem(N)
         if "crocoddyl" in packages:
             check_same_nlp(p, crocoddyl_problem(p, *packages["crocoddyl"]))
-        runs = sides(p, packages, args.threads)
+        runs = sides(p, packages, args.threads, args.hessians.split(","))
         times = {name: [] for name in runs}
         last = {}
         for _ in range(args.rounds):

@@ -546,7 +546,18 @@ Status Solver::Impl::solve(int max_steps, bool real_time) {
       break;
     }
     if (iter == max_steps) {
-      if (!end_acceptable(Status::MaxIterations)) set_status(Status::MaxIterations, "%d iterations", iter);
+      if (!end_acceptable(Status::MaxIterations)) {
+        // Most steps Gauss-Newton: name the measured remedy (docs/solver.md, "Long horizons").
+        int gauss_newton = 0;
+        for (int j = 0; j < iter; ++j) gauss_newton += !stats.per_iteration[static_cast<std::size_t>(j)].exact_hessian;
+        if (opt.hessian != Hessian::Exact && 2 * gauss_newton > iter)
+          set_status(Status::MaxIterations,
+                     "%d iterations, %d of them Gauss-Newton steps (hessian: exact converges where they stall, as on "
+                     "long horizons)",
+                     iter, gauss_newton);
+        else
+          set_status(Status::MaxIterations, "%d iterations", iter);
+      }
       break;
     }
     if (opt.time_limit > 0 && seconds_since(t_start) > opt.time_limit) {
