@@ -33,6 +33,7 @@ struct SolveOptions {
   std::string initial_guess;           // solution.yaml or trajectory.csv to start from; replaces the file's key
   std::string linsys;                  // overrides solver.linsys when not empty
   std::string globalization;           // filter | merit | none; empty = the problem file's
+  std::string hessian;                 // auto | exact | gauss_newton; empty = the problem file's
   std::string solver = "knot";         // knot | ipopt (the cross-check, when built with IPOPT)
   bool verbose = false;                // per-iteration table (also solver.verbose in the file)
   // ---- --batch B: B copies solved at once (run_solve_batch; docs/batch.md)

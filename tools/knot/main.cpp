@@ -58,6 +58,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "riccati", "bdsv", "pcg", "kkt_ldlt"}));
   solve->add_option("--globalization", sopt.globalization, "Line search, overriding solver.globalization")
       ->check(CLI::IsMember({"filter", "merit", "none"}));
+  solve->add_option("--hessian", sopt.hessian, "SQP Hessian, overriding solver.hessian (exact for long horizons)")
+      ->check(CLI::IsMember({"auto", "exact", "gauss_newton"}));
   solve->add_option("--solver", sopt.solver, "knot (SQP) or ipopt (the IPOPT cross-check)")
       ->check(CLI::IsMember({"knot", "ipopt"}));
   solve->add_flag("--plot", sopt.plot, "Draw PNG figures of the trajectory beside its CSV (with --out DIR or --output FILE)");

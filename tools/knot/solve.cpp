@@ -273,6 +273,7 @@ int run_solve(const SolveOptions& opt) {
   }
   std::vector<std::string> overrides = opt.overrides;
   if (!opt.linsys.empty()) overrides.push_back("solver.linsys=" + opt.linsys);
+  if (!opt.hessian.empty()) overrides.push_back("solver.hessian=" + opt.hessian);
   if (opt.threads) overrides.push_back("solver.threads=" + std::to_string(*opt.threads));
   problems::Problem problem;
   solver::SolverOptions options;

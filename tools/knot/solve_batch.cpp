@@ -122,6 +122,7 @@ int run_solve_batch(const SolveOptions& opt) {
   std::vector<std::string> overrides = opt.overrides;
   if (!opt.linsys.empty()) overrides.push_back("solver.linsys=" + opt.linsys);
   if (!opt.globalization.empty()) overrides.push_back("solver.globalization=" + opt.globalization);
+  if (!opt.hessian.empty()) overrides.push_back("solver.hessian=" + opt.hessian);
   problems::Problem problem;
   try {
     problem = problems::load_problem(opt.file, overrides);
