@@ -242,6 +242,27 @@ TEST(DeviceSqp, AgreesWithSolverUnderTheExactHessian) {
   }
 }
 
+// A solve cut off by max_iter on Gauss-Newton steps names the exact Hessian in its message, on both
+// paths word for word; under hessian exact neither does (iiwa14_reach, whose auto switches at row 6:
+// 5 iterations are all Gauss-Newton, 9 are 6 Gauss-Newton and 3 exact).
+TEST(DeviceSqp, MaxIterationsMessageIsSolversWordForWord) {
+  problems::Problem p = load_config("iiwa14_reach");
+  for (const solver::Hessian hessian : {solver::Hessian::Auto, solver::Hessian::Exact}) {
+    for (const int max_iter : {5, 9}) {
+      SolverOptions o = device_fit(p);
+      o.hessian = hessian;
+      o.max_iter = max_iter;
+      Solver s(p, o);
+      DeviceSqp d(p, o);
+      ASSERT_EQ(s.solve(), Status::MaxIterations);
+      ASSERT_EQ(d.solve(), Status::MaxIterations);
+      EXPECT_EQ(std::string(d.solution().message()), std::string(s.solution().message()));
+      const bool advises = std::string(s.solution().message()).find("hessian: exact") != std::string::npos;
+      EXPECT_EQ(advises, hessian == solver::Hessian::Auto) << s.solution().message();
+    }
+  }
+}
+
 // End-effector height and box constraints on the arm (the box active along the path): Solver's
 // status, iterations and cost under each Hessian, and the rows' multipliers.
 TEST(DeviceSqp, AgreesWithSolverWithEndEffectorConstraints) {

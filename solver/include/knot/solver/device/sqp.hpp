@@ -93,7 +93,7 @@ enum class DeviceDetail : int {
   RegularizationExhausted,  // value[0] = the delta that would exceed reg_max
   NonFiniteStep,
   AcceptableRun,         // acceptable for acceptable_iter iterates without progress
-  MaxIterations,
+  MaxIterations,         // value[0] = the steps taken with the Gauss-Newton Hessian
   AcceptableAt,          // value[0..2]: stationarity, feasibility, complementarity; `cause` the failure
   PenaltyExceeded,       // value[0] = penalty
   MeritStalledInfeasible,   // value[0] = feasibility
@@ -339,7 +339,7 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
   // full Gauss-Newton steps in a row and those of length >= 1/2 at one mu, the KKT error the last
   // step started from, the last row's Hessian, restoration, step length and mu, and the mu before it.
   bool exact_now = o.hessian == 1;
-  int full_steps = 0, local_steps = 0;
+  int full_steps = 0, local_steps = 0, gauss_newton_steps = 0;
   T step_error = T(0);
   bool last_exact = false, last_restoration = false;
   double last_step = 0, last_mu = 0, mu_before_last = 0;
@@ -899,6 +899,7 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
     if (iter == o.max_iter) {
       if (!end_acceptable(Status::MaxIterations)) {
         res.iteration = iter;
+        res.value[0] = double(gauss_newton_steps);
         set_status(Status::MaxIterations, DeviceDetail::MaxIterations);
       }
       write_row();
@@ -936,6 +937,7 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
       }
     }
     it.exact_hessian = exact_now;
+    gauss_newton_steps += !exact_now;
 
     // update_barrier
     const T mu_before = mu;
