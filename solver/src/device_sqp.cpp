@@ -10,6 +10,7 @@
 #include "knot/solver/device/hessian.hpp"
 #include "knot/problems/error.hpp"
 #include "knot/problems/expression_terms.hpp"
+#include "max_iterations_message.hpp"
 
 namespace knot::solver::device {
 
@@ -141,14 +142,8 @@ void format_device_message(const DeviceResult& r, char* out, std::size_t size) {
     case DeviceDetail::AcceptableRun:
       std::snprintf(p, left, "acceptable for several iterates in a row without progress (iteration %d)", r.iteration);
       break;
-    case DeviceDetail::MaxIterations:  // Solver::Impl::solve's message, word for word
-      if (2 * v[0] > r.iteration)
-        std::snprintf(p, left,
-                      "%d iterations, %d of them Gauss-Newton steps (hessian: exact converges where they stall, as on "
-                      "long horizons)",
-                      r.iteration, int(v[0]));
-      else
-        std::snprintf(p, left, "%d iterations", r.iteration);
+    case DeviceDetail::MaxIterations:
+      format_max_iterations(p, left, r.iteration, int(v[0]));
       break;
     case DeviceDetail::AcceptableAt:
       std::snprintf(p, left,

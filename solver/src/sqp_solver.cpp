@@ -10,6 +10,7 @@
 
 #include "knot/problems/constraint.hpp"
 #include "knot/problems/error.hpp"
+#include "max_iterations_message.hpp"
 #include "size_text.hpp"
 #include "sqp_impl.hpp"
 
@@ -547,16 +548,11 @@ Status Solver::Impl::solve(int max_steps, bool real_time) {
     }
     if (iter == max_steps) {
       if (!end_acceptable(Status::MaxIterations)) {
-        // Most steps Gauss-Newton: name the measured remedy (docs/solver.md, "Long horizons").
         int gauss_newton = 0;
         for (int j = 0; j < iter; ++j) gauss_newton += !stats.per_iteration[static_cast<std::size_t>(j)].exact_hessian;
-        if (opt.hessian != Hessian::Exact && 2 * gauss_newton > iter)
-          set_status(Status::MaxIterations,
-                     "%d iterations, %d of them Gauss-Newton steps (hessian: exact converges where they stall, as on "
-                     "long horizons)",
-                     iter, gauss_newton);
-        else
-          set_status(Status::MaxIterations, "%d iterations", iter);
+        char detail[160];
+        format_max_iterations(detail, sizeof detail, iter, gauss_newton);
+        set_status(Status::MaxIterations, "%s", detail);
       }
       break;
     }
