@@ -19,6 +19,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -499,6 +500,8 @@ solver::BatchOptions batch_options(const Problem& problem, int threads, const st
   if (o.single && o.backend != solver::BatchBackend::Cuda)
     throw nb::value_error("BatchSolver: precision 'float' runs on backend 'cuda' only (backend 'cpu' solves in double)");
   o.solver = make_options(problem, kwargs, "BatchSolver");
+  // Options before the engine: a bad value is named alike whether or not this build has CUDA.
+  if (std::string why = o.validate(); !why.empty()) throw std::invalid_argument("BatchOptions: " + why);
   if (o.backend == solver::BatchBackend::Cuda) o.cuda_engine = cuda_engine();
   return o;
 }
