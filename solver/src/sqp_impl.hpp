@@ -137,6 +137,17 @@ struct Solver::Impl {
   // iterate to the exact Hessian (linearizing it again) where Gauss-Newton stalled. False when that
   // linearization failed.
   bool choose_hessian(const Residuals& res, int iter);
+  // hessian auto's restart: the solve's starting point (saved before its first iterate) and, once
+  // Gauss-Newton made no progress from it, the iterate from which the exact Hessian starts over.
+  std::vector<double> start_x, start_u, start_lambda, start_z, start_s, start_y;
+  double start_mu = 0;
+  bool saved_cold = false, saved_scale_known = false, start_restart_armed = false;
+  int first_iter = 0;        // the iterate this (re)start began at
+  double first_error = 0;    // its barrier KKT error
+  double least_error = 0;    // the least error of an iterate since
+  bool exact_for_good = false;  // restarted: the exact Hessian to the end of the solve
+  void save_start();
+  void restart_exact(int iter);
   int acceptable_run = 0;       // acceptable iterates in a row (since the window began)
   double acceptable_error = 0;  // error_ratio at the start of the window
 

@@ -240,7 +240,15 @@ Solver::Impl::Impl(problems::Problem p, const SolverOptions& options)
   pool = std::make_unique<WorkPool>(threads);
 
   filter.assign(static_cast<std::size_t>(opt.max_iter) + 1, {0.0, 0.0});
-  if (opt.hessian == Hessian::Auto) contraction.assign(static_cast<std::size_t>(opt.max_iter) + 1, 0.0);
+  if (opt.hessian == Hessian::Auto) {
+    contraction.assign(static_cast<std::size_t>(opt.max_iter) + 1, 0.0);
+    start_x.assign(sol.x.size(), 0.0);
+    start_u.assign(sol.u.size(), 0.0);
+    start_lambda.assign(sol.lambda.size(), 0.0);
+    start_z.assign(static_cast<std::size_t>(ineq.most), 0.0);
+    start_s.assign(static_cast<std::size_t>(ineq.most), 0.0);
+    start_y.assign(sol.y.size(), 0.0);
+  }
   stats.per_iteration.assign(static_cast<std::size_t>(opt.max_iter) + 1, IterationStats{});
   stats.linsys = lq_solver.linsys();
   std::snprintf(sol.message_.data(), sol.message_.size(), "%s", describe(Status::NotRun));
@@ -320,7 +328,9 @@ void Solver::Impl::record_allocation_sizes() {
           vector_bytes(s_trial) + vector_bytes(grad_x) + vector_bytes(grad_u) + vector_bytes(x_trial) +
           vector_bytes(u_trial) + vector_bytes(nonzero) + vector_bytes(filter) + vector_bytes(contraction) +
           vector_bytes(probe_save) + vector_bytes(stats.per_iteration) + vector_bytes(costs) +
-          vector_bytes(knot_outcome) + vector_bytes(term_cost) + vector_bytes(rate_prev) + vector_bytes(trial_next);
+          vector_bytes(knot_outcome) + vector_bytes(term_cost) + vector_bytes(rate_prev) + vector_bytes(trial_next) +
+          vector_bytes(start_x) + vector_bytes(start_u) + vector_bytes(start_lambda) + vector_bytes(start_z) +
+          vector_bytes(start_s) + vector_bytes(start_y);
   for (const KnotWork& w : work)
     for (const auto* v : {&w.x_next, &w.term_g, &w.term_gx, &w.term_gu, &w.fd_w, &w.fd_plus, &w.fd_minus, &w.fd_H,
                           &w.fd_A, &w.fd_B})
@@ -383,6 +393,40 @@ bool Solver::Impl::end_acceptable(Status status) {
              "%s at iteration %d, at an acceptable iterate (stationarity %.3g, feasibility %.3g, complementarity %.3g)",
              to_string(status), stats.rows - 1, row.stationarity, row.feasibility, row.complementarity);
   return true;
+}
+
+// hessian auto's restart (solve()): the starting point is saved before the first iterate and
+// restored, with the exact Hessian to the end, where Gauss-Newton made no progress from it.
+void Solver::Impl::save_start() {
+  std::copy(sol.x.begin(), sol.x.end(), start_x.begin());
+  std::copy(sol.u.begin(), sol.u.end(), start_u.begin());
+  std::copy(sol.lambda.begin(), sol.lambda.end(), start_lambda.begin());
+  std::copy(sol.z.begin(), sol.z.end(), start_z.begin());
+  std::copy(s.begin(), s.end(), start_s.begin());
+  std::copy(sol.y.begin(), sol.y.end(), start_y.begin());
+  start_mu = mu;
+  saved_cold = cold;
+  saved_scale_known = scale_known;
+  start_restart_armed = restart_armed;
+}
+
+void Solver::Impl::restart_exact(int iter) {
+  scale_known = saved_scale_known;
+  std::copy(start_x.begin(), start_x.end(), sol.x.begin());
+  std::copy(start_u.begin(), start_u.end(), sol.u.begin());
+  std::copy(start_lambda.begin(), start_lambda.end(), sol.lambda.begin());
+  std::copy(start_z.begin(), start_z.begin() + static_cast<std::ptrdiff_t>(sol.z.size()), sol.z.begin());
+  std::copy(start_s.begin(), start_s.begin() + static_cast<std::ptrdiff_t>(s.size()), s.begin());
+  std::copy(start_y.begin(), start_y.end(), sol.y.begin());
+  mu = start_mu;
+  cold = saved_cold;
+  restart_armed = start_restart_armed;
+  first_iter = iter;
+  exact_for_good = true;
+  exact_now = true;
+  full_steps = 0;
+  local_steps = 0;
+  acceptable_run = 0;
 }
 
 // hessian auto. Gauss-Newton converges linearly, at a rate set by the curvature it leaves out
@@ -454,6 +498,8 @@ Status Solver::Impl::solve(int max_steps, bool real_time) {
   exact_now = opt.hessian == Hessian::Exact;
   full_steps = 0;
   local_steps = 0;
+  first_iter = 0;
+  exact_for_good = false;
   penalty = 0;
   for (double v : problem.x0)
     if (!std::isfinite(v)) {
@@ -480,6 +526,7 @@ Status Solver::Impl::solve(int max_steps, bool real_time) {
     }
   }
   warm_shift = false;
+  if (opt.hessian == Hessian::Auto && !real_time) save_start();
 
   bool final_measured = true;  // the last row of stats holds the final iterate's residuals
   for (int iter = 0;; ++iter) {
@@ -514,8 +561,10 @@ Status Solver::Impl::solve(int max_steps, bool real_time) {
     it.dual_scale = res.scale_dual;
     last_res = res;
     stats.rows = iter + 1;
-    if (iter == 0) {
+    if (iter == first_iter) {
       // The filter's envelope scales with the first iterate's infeasibility.
+      first_error = res.barrier_error;
+      least_error = res.barrier_error;
       filter_size = 0;
       filter_theta_max = 1e4 * std::max(1.0, current.infeasibility);
       filter_theta_min = 1e-4 * std::max(1.0, current.infeasibility);
@@ -561,7 +610,18 @@ Status Solver::Impl::solve(int max_steps, bool real_time) {
       break;
     }
 
-    if (opt.hessian == Hessian::Auto && !choose_hessian(res, iter)) break;  // linearize() set the status
+    least_error = std::min(least_error, res.barrier_error);
+    // hessian auto: Gauss-Newton steps that in 4 windows brought no iterate below the start's KKT
+    // error have left the region where their model holds (iiwa14_reach over long horizons); the
+    // solve starts over from its first iterate with the exact Hessian, whose regularized steps keep
+    // near the dynamics, and keeps it.
+    if (opt.hessian == Hessian::Auto && !real_time && !exact_for_good && iter == 4 * opt.hessian_switch_window &&
+        !(least_error < first_error)) {
+      restart_exact(iter);
+      --iter;  // this row measures the restart point instead
+      continue;
+    }
+    if (opt.hessian == Hessian::Auto && !exact_for_good && !choose_hessian(res, iter)) break;  // linearize() set the status
     it.exact_hessian = exact_now;
 
     t = Clock::now();
@@ -612,7 +672,7 @@ Status Solver::Impl::solve(int max_steps, bool real_time) {
     }
     // An exact Hessian that needed regularization is indefinite: away from a minimizer, where
     // Gauss-Newton's positive semidefinite model is the safer one until it stalls again.
-    if (opt.hessian == Hessian::Auto && exact_now && (it.regularization > 0 || restored)) {
+    if (opt.hessian == Hessian::Auto && exact_now && !exact_for_good && (it.regularization > 0 || restored)) {
       exact_now = false;
       full_steps = 0;
       local_steps = 0;
@@ -664,11 +724,12 @@ double estimate_workspace_bytes(const problems::Problem& p, const SolverOptions&
   doubles += threads * (6 * nx * nx + 5 * nx * nu);
   if (o.hessian != Hessian::GaussNewton) doubles += threads * ((nx + nu) * (nx + nu) + nx * nx + nx * nu);
   doubles += (N + 1) * (static_cast<double>(p.costs.size()) + (rate ? nu : 0)) + N * nx;  // per-knot sums
-  if (o.hessian == Hessian::Auto) doubles += o.max_iter + 1;  // the steps' contractions
   double rows = 0;
   for (const auto& c : p.constraints)
     for (int k = 0; k <= p.horizon.N; ++k)
       if (c->active(k, p.horizon.N)) rows += c->max_dim();
+  // hessian auto: the steps' contractions and the restart's copy of the starting point
+  if (o.hessian == Hessian::Auto) doubles += o.max_iter + 1 + 2 * (N + 1) * nx + N * nu + 3 * rows;
   doubles += rows * (nx + nu + 8) + 10 * (N + 1) * (nx + nu);  // constraint rows; iterates and trial points
   if (o.central_start && rows > 0) doubles += (N + 1) * nx * nx + N * nu * nu + N * nu * nx + (N + 1) * nx + N * nu;  // probe_save
   return doubles * sizeof(double) + (o.max_iter + 1.0) * sizeof(IterationStats);

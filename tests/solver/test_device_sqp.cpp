@@ -263,6 +263,31 @@ TEST(DeviceSqp, MaxIterationsMessageIsSolversWordForWord) {
   }
 }
 
+// hessian auto's restart (Solver::solve): on the arm over 3 s Gauss-Newton makes no progress in 20
+// steps, and both paths start over with the exact Hessian at the same row and solve alike (row 20
+// measures the starting point again: its cost is row 0's bitwise).
+TEST(DeviceSqp, AutoRestartsWithTheExactHessianAsSolverDoes) {
+  if (kUnderSanitizer) GTEST_SKIP() << "the arm (nx 14) over N = 192 is left to the release build";
+  const problems::Problem p = load_config("iiwa14_reach", {"horizon.N=192"});
+  SolverOptions o = device_fit(p);
+  o.hessian = solver::Hessian::Auto;
+  Solver s(p, o);
+  DeviceSqp d(p, o);
+  ASSERT_EQ(s.solve(), Status::Solved) << s.solution().message();
+  ASSERT_EQ(d.solve(), Status::Solved) << d.solution().message();
+  EXPECT_EQ(disagreement(s.solution(), d.solution()), "");
+  EXPECT_EQ(s.solution().iterations, d.solution().iterations);
+  const std::size_t restart = std::size_t(4 * o.hessian_switch_window);
+  const auto host = s.stats().history();
+  const std::span<const solver::IterationStats> device = d.rows();
+  ASSERT_GT(device.size(), restart + 1);
+  EXPECT_EQ(host[restart].cost, host[0].cost);
+  EXPECT_EQ(device[restart].cost, device[0].cost);
+  for (std::size_t i = restart; i + 1 < device.size(); ++i) EXPECT_TRUE(device[i].exact_hessian) << "row " << i;
+  // The restart's copies run over the group's members too: bitwise alike on every group size.
+  expect_every_group_size_bitwise(p, o, "iiwa14_reach N = 192, hessian auto");
+}
+
 // End-effector height and box constraints on the arm (the box active along the path): Solver's
 // status, iterations and cost under each Hessian, and the rows' multipliers.
 TEST(DeviceSqp, AgreesWithSolverWithEndEffectorConstraints) {

@@ -1,6 +1,6 @@
 // The arm on a long horizon: iiwa14_reach at N = 256 (4 s at dt = 1/64), where Gauss-Newton steps
-// stall in a region of large defects (under hessian auto and gauss_newton; docs/solver.md, "Long
-// horizons") and the exact Hessian converges. The answer is checked from scratch, not by the
+// stall in a region of large defects (docs/solver.md, "Long horizons"), the exact Hessian converges,
+// and hessian auto restarts with it. The answer is checked from scratch, not by the
 // solver's own residuals: its states against a rollout of its controls (max_violation), and first-order
 // optimality of the single-shooting objective J(u) = cost(rollout(u), u) by central differences along
 // random directions. The negative control is the same check at an iterate the solver stopped early.
@@ -74,6 +74,45 @@ TEST(SqpLongHorizon, ExactHessianSolvesTheArmOverFourSeconds) {
   EXPECT_GT(early_slope, 1e3 * std::max(slope, 1e-9)) << "slope " << slope;
   std::printf("largest directional derivative: %.3g at the solution (%d iterations), %.3g after 20\n", slope,
               sol.iterations, early_slope);
+}
+
+// The default, hessian auto: 20 Gauss-Newton steps (4 windows) bring no iterate below the start's KKT
+// error, so the solve starts over from its first iterate with the exact Hessian and reaches the
+// exact solve's minimum within the file's 100 iterations. Row 20 measures the starting point again
+// (its cost bitwise row 0's) and every row from there is an exact step. The answer is checked from
+// scratch as above; the negative control is N = 128, where Gauss-Newton makes progress by then and
+// no restart happens.
+TEST(SqpLongHorizon, DefaultRestartsWithTheExactHessianAndSolves) {
+  const problems::Problem p = long_reach();
+  const solver::SolverOptions o = solver::from_settings(p.solver);
+  ASSERT_EQ(o.hessian, solver::Hessian::Auto);
+  solver::Solver s(p, o);
+  ASSERT_EQ(s.solve(), solver::Status::Solved) << s.solution().message();
+  const auto rows = s.stats().history();
+  const int restart = 4 * o.hessian_switch_window;
+  ASSERT_GT(static_cast<int>(rows.size()), restart + 1);
+  EXPECT_EQ(rows[std::size_t(restart)].cost, rows[0].cost);
+  for (std::size_t i = std::size_t(restart); i + 1 < rows.size(); ++i) EXPECT_TRUE(rows[i].exact_hessian) << "row " << i;
+  EXPECT_LE(s.solution().iterations, o.max_iter);
+
+  const solver::Solution& sol = s.solution();
+  EXPECT_LE(max_violation(p, sol.x, sol.u), 1e-8);
+  EXPECT_LE(largest_directional_derivative(p, sol.u, 6), 1e-7);
+  solver::SolverOptions exact_options = o;
+  exact_options.hessian = solver::Hessian::Exact;
+  solver::Solver exact(p, exact_options);
+  ASSERT_EQ(exact.solve(), solver::Status::Solved);
+  EXPECT_NEAR(sol.cost, exact.solution().cost, 1e-9 * exact.solution().cost);
+  std::printf("hessian auto: %d iterations (restart at %d), cost %.12g; hessian exact: %d, cost %.12g\n",
+              sol.iterations, restart, sol.cost, exact.solution().iterations, exact.solution().cost);
+
+  const problems::Problem shorter =
+      load_config("iiwa14_reach", {"horizon.N=128", "horizon.integrator=semi_implicit_euler"});
+  solver::Solver control(shorter, o);
+  ASSERT_EQ(control.solve(), solver::Status::Solved);
+  const auto control_rows = control.stats().history();
+  ASSERT_GT(static_cast<int>(control_rows.size()), restart + 1);  // it ran past the test
+  for (std::size_t i = 1; i < control_rows.size(); ++i) EXPECT_NE(control_rows[i].cost, control_rows[0].cost) << "row " << i;
 }
 
 // What a user who keeps the default sees when the limit is reached with Gauss-Newton steps: the

@@ -76,7 +76,10 @@ struct SolverOptions {
   // an exact step that needed regularization or the feasibility fallback (the exact Hessian is
   // indefinite away from a minimizer). Each solve() starts with Gauss-Newton; a real-time iteration
   // (one step per call) never switches. On the Schur backends (bdsv, pcg) the indefinite exact steps
-  // take their Riccati fallback (docs/solver-lq.md).
+  // take their Riccati fallback (docs/solver-lq.md). When no iterate of the first
+  // 4 hessian_switch_window has a KKT error below the starting iterate's (Gauss-Newton left the
+  // region its model holds in: the arm over long horizons), the solve starts over from its starting
+  // point with the exact Hessian to the end (docs/solver.md, "Long horizons").
   double hessian_switch_ratio = 0.7;
   int hessian_switch_window = 5;
   // The accuracy of each step's LQ on the Schur backends (bdsv, pcg; riccati and kkt_ldlt are exact

@@ -180,6 +180,7 @@ struct SqpArrays {
   T* probe_save;  // Q, R, S, q, r during the central start's probe
   T* filter;       // 2 (max_iter + 1)
   T* contraction;  // max_iter + 1: hessian auto's per-step contractions of the KKT error
+  T *start_x, *start_u;  // hessian auto's restart: the starting point
   T* lq_scratch;  // lq_scratch_size
   T* work;        // work_block_size: member r's part at r * member_work_size
 
@@ -195,6 +196,7 @@ struct SqpArrays {
     n += W * ((N + 1) * nx + N * nu + mi + mi + me + 2 * (N + 1));   // trials, partial, trial_cost
     n += (N + 1) * nx * nx + N * nu * nu + N * nu * nx + (N + 1) * nx + N * nu;  // probe_save
     n += 3 * (std::size_t(max_iter) + 1);  // filter, contraction
+    n += (N + 1) * nx + N * nu;            // start_x, start_u
     n += lq_scratch_size<T>(P, o);
     n += work_block_size<T>(P, o, group_size);
     return n;
@@ -247,6 +249,8 @@ struct SqpArrays {
     a.probe_save = take((N + 1) * nx * nx + N * nu * nu + N * nu * nx + (N + 1) * nx + N * nu);
     a.filter = take(2 * (std::size_t(max_iter) + 1));
     a.contraction = take(std::size_t(max_iter) + 1);
+    a.start_x = take((N + 1) * nx);
+    a.start_u = take(N * nu);
     a.lq_scratch = take(lq_scratch_size<T>(P, o));
     a.work = p;
     return a;
@@ -342,6 +346,11 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
   int full_steps = 0, local_steps = 0, gauss_newton_steps = 0;
   T step_error = T(0);
   bool last_exact = false, last_restoration = false;
+  // The restart (Solver::Impl::restart_exact): the iterate the solve (re)started at, its KKT error,
+  // the least error since, and whether the exact Hessian now runs to the end.
+  int first_iter = 0;
+  T first_error = T(0), least_error = T(0);
+  bool exact_for_good = false;
   double last_step = 0, last_mu = 0, mu_before_last = 0;
 
   const auto finish = [&]() {
@@ -723,10 +732,17 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
 
   // ---- Cold start: multipliers zero, slacks and duals after the first linearization (the first
   // exact Hessian weighs the rows with z = dual_init, as a cold Solver's does).
-  for (int i = rank; i < nxs; i += gs) a.lambda[i] = T(0);
-  for (int e = rank; e < me; e += gs) a.y[e] = T(0);
-  for (int i = rank; i < mi; i += gs) a.z[i] = T(o.dual_init);
-  g.sync();
+  const auto cold_start = [&] {
+    for (int i = rank; i < nxs; i += gs) a.lambda[i] = T(0);
+    for (int e = rank; e < me; e += gs) a.y[e] = T(0);
+    for (int i = rank; i < mi; i += gs) a.z[i] = T(o.dual_init);
+    g.sync();
+  };
+  if (o.hessian == 2) {
+    for (int i = rank; i < nxs; i += gs) a.start_x[i] = a.x[i];
+    for (int i = rank; i < nus; i += gs) a.start_u[i] = a.u[i];
+  }
+  cold_start();
 
   bool restored = false;
   const T kDualBound = T(1e10), kPenaltyRho = T(0.1);
@@ -742,14 +758,14 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
 
     if (!linearize_iterate()) break;
     clock.lap(DevicePhase::Linearize);
-    if (iter == 0) {
+    if (iter == first_iter) {
       obj_scale = objective_scale();
       g.sync();
     }
     if (obj_scale != T(1)) scale_objective(obj_scale);
     cur_cost = obj_scale * cost;
 
-    if (iter == 0) {
+    if (iter == first_iter) {
       // initialize_slacks and start_duals
       for (int i = rank; i < mi; i += gs) {
         const T gi = a.ineq_value[i];
@@ -849,7 +865,9 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
     it.duality_gap = double(r_gap);
     it.dual_scale = double(r_sd);
     res.rows = iter + 1;
-    if (iter == 0) {
+    if (iter == first_iter) {
+      first_error = r_be;
+      least_error = r_be;
       filter_size = 0;
       filter_theta_max = T(1e4) * max_(T(1), cur_infeas);
       filter_theta_min = T(1e-4) * max_(T(1), cur_infeas);
@@ -906,11 +924,28 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
       break;
     }
 
+    // hessian auto's restart (Solver::solve): no iterate of the first 4 windows below the start's KKT
+    // error; the solve starts over from its starting point with the exact Hessian to the end.
+    least_error = min_(least_error, r_be);
+    if (o.hessian == 2 && !exact_for_good && iter == 4 * o.hessian_switch_window && !(least_error < first_error)) {
+      for (int i = rank; i < nxs; i += gs) a.x[i] = a.start_x[i];
+      for (int i = rank; i < nus; i += gs) a.u[i] = a.start_u[i];
+      cold_start();
+      mu = T(o.mu_init);
+      first_iter = iter;
+      exact_for_good = true;
+      exact_now = true;
+      full_steps = 0;
+      local_steps = 0;
+      acceptable_run = 0;
+      --iter;  // this row measures the restart point instead
+      continue;
+    }
     // hessian auto (Solver::Impl::choose_hessian): after hessian_switch_window Gauss-Newton steps in
     // a row, full or of length >= 1/2 within one barrier problem, whose contractions of the KKT error
     // multiply to more than ratio^window and less than 1, this iterate is linearized again with the
     // exact Hessian.
-    if (o.hessian == 2 && iter > 0) {
+    if (o.hessian == 2 && iter > 0 && !exact_for_good) {
       const bool gauss_newton = !last_exact && !last_restoration;
       if (rank == 0) a.contraction[iter - 1] = step_error > T(0) ? r_be / step_error : T(0);
       g.sync();
@@ -1087,7 +1122,7 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
       break;
     }
     // An exact Hessian that needed regularization is indefinite: back to Gauss-Newton (Solver's rule).
-    if (o.hessian == 2 && exact_now && (it.regularization > 0 || restored)) {
+    if (o.hessian == 2 && exact_now && !exact_for_good && (it.regularization > 0 || restored)) {
       exact_now = false;
       full_steps = 0;
       local_steps = 0;
