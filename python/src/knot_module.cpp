@@ -195,6 +195,7 @@ const std::array kOptionFields{
     KNOT_OPT_CHOICE(hessian, hessian, kHessian),
     KNOT_OPT(hessian_switch_ratio, hessian_switch_ratio, to_double),
     KNOT_OPT(hessian_switch_window, hessian_switch_window, to_int),
+    KNOT_OPT(hessian_restart, hessian_restart, to_double),
     KNOT_OPT(lq_forcing, lq_forcing, to_double),
     KNOT_OPT(reg_init, reg_init, to_double),
     KNOT_OPT(reg_growth, reg_growth, to_double),

@@ -109,6 +109,7 @@ DeviceOptions device_options(const SolverOptions& s) {
   o.hessian = s.hessian == Hessian::GaussNewton ? 0 : s.hessian == Hessian::Exact ? 1 : 2;
   o.hessian_switch_ratio = s.hessian_switch_ratio;
   o.hessian_switch_window = s.hessian_switch_window;
+  o.hessian_restart = s.hessian_restart;
   return o;
 }
 

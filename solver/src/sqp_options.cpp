@@ -82,6 +82,7 @@ std::string SolverOptions::validate() const {
   if (!(hessian_switch_ratio > 0 && hessian_switch_ratio < 1))
     return bad("hessian_switch_ratio must be in (0, 1)", hessian_switch_ratio);
   if (hessian_switch_window < 1) return bad("hessian_switch_window must be >= 1", hessian_switch_window);
+  if (!(hessian_restart >= 0 && hessian_restart < 1)) return bad("hessian_restart must be in [0, 1)", hessian_restart);
   if (!(lq_forcing >= 0 && lq_forcing < 1)) return bad("lq_forcing must be in [0, 1)", lq_forcing);
   if (!positive(reg_init)) return bad("reg_init must be > 0", reg_init);
   if (!(std::isfinite(reg_growth) && reg_growth > 1)) return bad("reg_growth must be > 1", reg_growth);

@@ -611,12 +611,12 @@ Status Solver::Impl::solve(int max_steps, bool real_time) {
     }
 
     least_error = std::min(least_error, res.barrier_error);
-    // hessian auto: Gauss-Newton steps that in 4 windows brought no iterate below the start's KKT
-    // error have left the region where their model holds (iiwa14_reach over long horizons); the
-    // solve starts over from its first iterate with the exact Hessian, whose regularized steps keep
-    // near the dynamics, and keeps it.
-    if (opt.hessian == Hessian::Auto && !real_time && !exact_for_good && iter == 4 * opt.hessian_switch_window &&
-        !(least_error < first_error)) {
+    // hessian auto: Gauss-Newton steps that in 4 windows brought no iterate's KKT error to
+    // hessian_restart times the start's have left the region where their model holds (iiwa14_reach
+    // over long horizons); the solve starts over from its first iterate with the exact Hessian, whose
+    // regularized steps keep near the dynamics, and keeps it.
+    if (opt.hessian == Hessian::Auto && opt.hessian_restart > 0 && !real_time && !exact_for_good &&
+        iter == 4 * opt.hessian_switch_window && !(least_error <= opt.hessian_restart * first_error)) {
       restart_exact(iter);
       --iter;  // this row measures the restart point instead
       continue;

@@ -286,6 +286,14 @@ TEST(DeviceSqp, AutoRestartsWithTheExactHessianAsSolverDoes) {
   for (std::size_t i = restart; i + 1 < device.size(); ++i) EXPECT_TRUE(device[i].exact_hessian) << "row " << i;
   // The restart's copies run over the group's members too: bitwise alike on every group size.
   expect_every_group_size_bitwise(p, o, "iiwa14_reach N = 192, hessian auto");
+  // hessian_restart 0 turns it off on both paths: no row returns to the start, and both stall alike.
+  o.hessian_restart = 0;
+  Solver s0(p, o);
+  DeviceSqp d0(p, o);
+  EXPECT_EQ(s0.solve(), Status::MaxIterations);
+  EXPECT_EQ(d0.solve(), Status::MaxIterations);
+  EXPECT_EQ(s0.solution().iterations, d0.solution().iterations);
+  for (std::size_t i = 1; i < d0.rows().size(); ++i) EXPECT_NE(d0.rows()[i].cost, d0.rows()[0].cost) << "row " << i;
 }
 
 // End-effector height and box constraints on the arm (the box active along the path): Solver's

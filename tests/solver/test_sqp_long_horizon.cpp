@@ -76,11 +76,12 @@ TEST(SqpLongHorizon, ExactHessianSolvesTheArmOverFourSeconds) {
               sol.iterations, early_slope);
 }
 
-// The default, hessian auto: 20 Gauss-Newton steps (4 windows) bring no iterate below the start's KKT
-// error, so the solve starts over from its first iterate with the exact Hessian and reaches the
-// exact solve's minimum within the file's 100 iterations. Row 20 measures the starting point again
-// (its cost bitwise row 0's) and every row from there is an exact step. The answer is checked from
-// scratch as above; the negative control is N = 128, where Gauss-Newton makes progress by then and
+// The default, hessian auto: 20 Gauss-Newton steps (4 windows) bring no iterate's KKT error to a
+// tenth of the start's (hessian_restart), so the solve starts over from its first iterate with the
+// exact Hessian and reaches the exact solve's minimum within the file's 100 iterations. Row 20
+// measures the starting point again (its cost bitwise row 0's) and every row from there is an exact
+// step. The answer is checked from scratch as above. The negative controls: without the restart the
+// solve stalls, and at N = 128 Gauss-Newton makes progress by then (a 24th of the start's error) and
 // no restart happens.
 TEST(SqpLongHorizon, DefaultRestartsWithTheExactHessianAndSolves) {
   const problems::Problem p = long_reach();
@@ -105,6 +106,12 @@ TEST(SqpLongHorizon, DefaultRestartsWithTheExactHessianAndSolves) {
   EXPECT_NEAR(sol.cost, exact.solution().cost, 1e-9 * exact.solution().cost);
   std::printf("hessian auto: %d iterations (restart at %d), cost %.12g; hessian exact: %d, cost %.12g\n",
               sol.iterations, restart, sol.cost, exact.solution().iterations, exact.solution().cost);
+
+  // Without the restart (hessian_restart 0) the same default stalls: what the restart changes.
+  solver::SolverOptions no_restart = o;
+  no_restart.hessian_restart = 0;
+  solver::Solver stalled(p, no_restart);
+  EXPECT_EQ(stalled.solve(), solver::Status::MaxIterations);
 
   const problems::Problem shorter =
       load_config("iiwa14_reach", {"horizon.N=128", "horizon.integrator=semi_implicit_euler"});

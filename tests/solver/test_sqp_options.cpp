@@ -27,6 +27,8 @@ TEST(SqpOptions, ValidateNamesTheBadField) {
       {"hessian_switch_ratio", [](SolverOptions& o) { o.hessian_switch_ratio = 1; }},
       {"hessian_switch_ratio", [](SolverOptions& o) { o.hessian_switch_ratio = 0; }},
       {"hessian_switch_window", [](SolverOptions& o) { o.hessian_switch_window = 0; }},
+      {"hessian_restart", [](SolverOptions& o) { o.hessian_restart = 1; }},
+      {"hessian_restart", [](SolverOptions& o) { o.hessian_restart = -0.1; }},
       {"reg_growth", [](SolverOptions& o) { o.reg_growth = 1; }},
       {"reg_max", [](SolverOptions& o) { o.reg_max = 1e-9; }},
       {"mu_min", [](SolverOptions& o) { o.mu_min = 1; }},

@@ -76,12 +76,14 @@ struct SolverOptions {
   // an exact step that needed regularization or the feasibility fallback (the exact Hessian is
   // indefinite away from a minimizer). Each solve() starts with Gauss-Newton; a real-time iteration
   // (one step per call) never switches. On the Schur backends (bdsv, pcg) the indefinite exact steps
-  // take their Riccati fallback (docs/solver-lq.md). When no iterate of the first
-  // 4 hessian_switch_window has a KKT error below the starting iterate's (Gauss-Newton left the
-  // region its model holds in: the arm over long horizons), the solve starts over from its starting
-  // point with the exact Hessian to the end (docs/solver.md, "Long horizons").
+  // take their Riccati fallback (docs/solver-lq.md).
   double hessian_switch_ratio = 0.7;
   int hessian_switch_window = 5;
+  // hessian auto's restart: unless some iterate of the first 4 hessian_switch_window has a barrier
+  // KKT error of at most hessian_restart times the starting iterate's (Gauss-Newton has left the
+  // region its model holds in: the arm over long horizons), the solve starts over from its starting
+  // point with the exact Hessian to the end (docs/solver.md, "Long horizons"). 0: never.
+  double hessian_restart = 0.1;
   // The accuracy of each step's LQ on the Schur backends (bdsv, pcg; riccati and kkt_ldlt are exact
   // to rounding and ignore it): inexact Newton (Dembo, Eisenstat and Steihaug), a KKT residual of at
   // most E min(lq_forcing, E) with E the barrier problem's KKT error at the iterate (quadratic

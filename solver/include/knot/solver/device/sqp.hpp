@@ -69,6 +69,7 @@ struct DeviceOptions {
   int hessian = 0;
   double hessian_switch_ratio = 0.7;
   int hessian_switch_window = 5;
+  double hessian_restart = 0.1;
 };
 
 // Scalars of the LQ step's scratch: Riccati's, or the Schur step's (which holds Riccati's fallback).
@@ -924,10 +925,12 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
       break;
     }
 
-    // hessian auto's restart (Solver::solve): no iterate of the first 4 windows below the start's KKT
-    // error; the solve starts over from its starting point with the exact Hessian to the end.
+    // hessian auto's restart (Solver::solve): no iterate of the first 4 windows with a KKT error of
+    // at most hessian_restart times the start's; the solve starts over from its starting point with
+    // the exact Hessian to the end.
     least_error = min_(least_error, r_be);
-    if (o.hessian == 2 && !exact_for_good && iter == 4 * o.hessian_switch_window && !(least_error < first_error)) {
+    if (o.hessian == 2 && o.hessian_restart > 0 && !exact_for_good && iter == 4 * o.hessian_switch_window &&
+        !(least_error <= T(o.hessian_restart) * first_error)) {
       for (int i = rank; i < nxs; i += gs) a.x[i] = a.start_x[i];
       for (int i = rank; i < nus; i += gs) a.u[i] = a.start_u[i];
       cold_start();
