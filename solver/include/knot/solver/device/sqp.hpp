@@ -931,6 +931,7 @@ KNOT_HD void sqp_solve(G& g, const BatchProblem& P, const unsigned char* arena, 
     least_error = min_(least_error, r_be);
     if (o.hessian == 2 && o.hessian_restart > 0 && !exact_for_good && iter == 4 * o.hessian_switch_window &&
         !(least_error <= T(o.hessian_restart) * first_error)) {
+      g.sync();  // every member has read lambda (the dual scale above) before cold_start clears it
       for (int i = rank; i < nxs; i += gs) a.x[i] = a.start_x[i];
       for (int i = rank; i < nus; i += gs) a.u[i] = a.start_u[i];
       cold_start();
