@@ -4,6 +4,9 @@
 //   StepHessian        lambda' d2F of one integrator step (euler, semi_implicit_euler, rk4)
 //   FrameCurvature     sum_a c_a d2p_a of the end-effector point (an end_effector cost's or
 //                      constraint's curvature)
+//   StepHessianWidth   robot::step_hessian's dual sweeps at 8 and at 16 directions a sweep (the
+//                      device path's width and the host Manipulator's), side by side in this
+//                      program's instruction set (the library compiles it at KNOT_ARCH)
 // Each at one fixed point inside the joint limits; microseconds per evaluation.
 #include <benchmark/benchmark.h>
 
@@ -18,6 +21,8 @@
 #include "knot/problems/integrator.hpp"
 #include "knot/problems/models/manipulator.hpp"
 #include "knot/problems/params.hpp"
+#include "knot/problems/robot/step_hessian.hpp"
+#include "knot/problems/robot/urdf.hpp"
 #include "source_tree.hpp"
 
 namespace {
@@ -116,6 +121,35 @@ void schemes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_StepHessianClosedForm)->Apply(schemes);
 BENCHMARK(BM_StepHessianDifferenced)->Apply(schemes);
+
+// The same evaluation on the robot's data directly, W directions a sweep: the 14 state directions
+// of the arm in two sweeps at W = 8, one at W = 16.
+template <int W>
+void BM_StepHessianWidth(benchmark::State& state) {
+  using D = Dual<double, Tangent<double, W>>;
+  const robot::RobotModel robot =
+      robot::load_urdf(std::string(knot::source_tree::configs_dir()) + "/robots/iiwa14_iiwa_grid.urdf");
+  const auto m = iiwa();
+  const IntegratorType type = kSchemes[state.range(0)];
+  const Point pt(*m);
+  const int n = robot.data.n, nx = 2 * n, nw = 3 * n;
+  auto ws = std::make_unique<robot::Workspace<D>>();
+  auto wd = std::make_unique<robot::Workspace<double>>();
+  std::vector<D> duals(robot::step_hessian_duals(n));
+  std::vector<double> G(std::size_t(nw) * nw), work(robot::step_hessian_doubles(n)), H(std::size_t(nw) * nw);
+  for (auto _ : state) {
+    if (robot::step_hessian<W>(robot.data, type, pt.w.data(), pt.w.data() + nx, 0.01, pt.lambda.data(), H.data(),
+                               G.data(), *ws, duals.data(), *wd, work.data()) != SecondOrderStatus::Ok) {
+      state.SkipWithError("step_hessian failed");
+      return;
+    }
+    benchmark::DoNotOptimize(H.data());
+  }
+  state.SetLabel(std::string(to_string(type)) + ", width " + std::to_string(W));
+}
+
+BENCHMARK(BM_StepHessianWidth<8>)->Apply(schemes);
+BENCHMARK(BM_StepHessianWidth<16>)->Apply(schemes);
 
 constexpr std::array<double, 3> kOffset = {0.0, 0.0, 0.05};
 constexpr double kWeights[3] = {3.0, -2.0, 1.5};

@@ -41,8 +41,11 @@ namespace knot::solver::device {
 
 namespace detail {
 
-// Manipulator::step_hessian's and add_frame_curvature's directions per sweep.
-inline constexpr int kManipulatorWidth = problems::Manipulator::kSecondOrderWidth;
+// The device path's directions per sweep of the manipulator's step Hessian and frame curvature: 8,
+// half the host Manipulator's kSecondOrderWidth. On the GPU a thread's dual workspace is local
+// memory, which 16 directions would double (not measured there). Each direction is a lane of its
+// own, so the blocks are the host's bit for bit at either width (test_device_hessian.cpp).
+inline constexpr int kManipulatorWidth = 8;
 using ManipulatorDual = problems::Dual<double, problems::Tangent<double, kManipulatorWidth>>;
 
 // TermExpressions::curvature's widths: 4, 8, 16; more inputs have no closed form.
