@@ -4,9 +4,9 @@
 //   StepHessian        lambda' d2F of one integrator step (euler, semi_implicit_euler, rk4)
 //   FrameCurvature     sum_a c_a d2p_a of the end-effector point (an end_effector cost's or
 //                      constraint's curvature)
-//   StepHessianWidth   robot::step_hessian's dual sweeps at 8 and at 16 directions a sweep (the
-//                      device path's width and the host Manipulator's), side by side in this
-//                      program's instruction set (the library compiles it at KNOT_ARCH)
+//   StepHessianWidth   robot::step_hessian's dual sweeps at 8 directions a sweep (the device
+//                      path's width) and at Manipulator::kSecondOrderWidth (the host's), side by
+//                      side, compiled with manipulator.cpp's flags (tools/bench/CMakeLists.txt)
 // Each at one fixed point inside the joint limits; microseconds per evaluation.
 #include <benchmark/benchmark.h>
 
@@ -122,8 +122,8 @@ void schemes(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_StepHessianClosedForm)->Apply(schemes);
 BENCHMARK(BM_StepHessianDifferenced)->Apply(schemes);
 
-// The same evaluation on the robot's data directly, W directions a sweep: the 14 state directions
-// of the arm in two sweeps at W = 8, one at W = 16.
+// The same evaluation on the robot's data directly, W directions a sweep: the arm's 14 state
+// directions in two sweeps at W = 8, in one at the host's 16.
 template <int W>
 void BM_StepHessianWidth(benchmark::State& state) {
   using D = Dual<double, Tangent<double, W>>;
@@ -149,6 +149,7 @@ void BM_StepHessianWidth(benchmark::State& state) {
 }
 
 BENCHMARK(BM_StepHessianWidth<8>)->Apply(schemes);
+static_assert(Manipulator::kSecondOrderWidth == 16, "the host's width is the second row");
 BENCHMARK(BM_StepHessianWidth<16>)->Apply(schemes);
 
 constexpr std::array<double, 3> kOffset = {0.0, 0.0, 0.05};
