@@ -72,8 +72,8 @@ class Manipulator final : public Model, public Kinematics {
                            const double* c, double* H, int ldh) const override;
 
   // Directions per dual sweep of the second-order evaluations: 16 takes the step Hessian's 2 nq
-  // state directions in one sweep up to nq = 8 (for the 7-joint arm two sweeps of 8 took 1.2x the
-  // time, docs/BENCHMARKS.md). Each direction is a lane of its own, so the width
+  // state directions in one sweep up to nq = 8 (the 7-joint arm's exact iterations took 1.1x the
+  // time in two sweeps of 8, docs/BENCHMARKS.md). Each direction is a lane of its own, so the width
   // changes no bit of the result (the device path sweeps 8 at a time, device/hessian.hpp).
   static constexpr int kSecondOrderWidth = 16;
 
