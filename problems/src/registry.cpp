@@ -19,6 +19,18 @@
 #include "text.hpp"
 
 namespace knot::problems {
+
+// The definitions of model_adapter.hpp's explicit instantiation declarations.
+template class ModelAdapter<models::Acrobot>;
+template class ModelAdapter<models::Car>;
+template class ModelAdapter<models::Cartpole>;
+template class ModelAdapter<models::ChainOfMasses>;
+template class ModelAdapter<models::DoubleIntegrator>;
+template class ModelAdapter<models::Linear>;
+template class ModelAdapter<models::Pendulum>;
+template class ModelAdapter<models::Quadrotor>;
+template class ModelAdapter<models::Unicycle>;
+
 namespace {
 
 using models::Acrobot;

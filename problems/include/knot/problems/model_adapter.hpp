@@ -53,6 +53,15 @@
 #include "knot/problems/hyperdual.hpp"
 #include "knot/problems/integrator.hpp"
 #include "knot/problems/model.hpp"
+#include "knot/problems/models/acrobot.hpp"
+#include "knot/problems/models/car.hpp"
+#include "knot/problems/models/cartpole.hpp"
+#include "knot/problems/models/chain_of_masses.hpp"
+#include "knot/problems/models/double_integrator.hpp"
+#include "knot/problems/models/linear.hpp"
+#include "knot/problems/models/pendulum.hpp"
+#include "knot/problems/models/quadrotor.hpp"
+#include "knot/problems/models/unicycle.hpp"
 
 namespace knot::problems {
 
@@ -313,5 +322,18 @@ class ModelAdapter final : public Model {
   M model_;
   std::shared_ptr<const void> storage_;
 };
+
+// The built-in models' adapters are compiled once, in knot_problems (registry.cpp) under its flags
+// (no a*b + c contraction). A program that names one links that copy: left to instantiate its own,
+// under its own flags, it could hand the linker a copy that the library's calls then run too.
+extern template class ModelAdapter<models::Acrobot>;
+extern template class ModelAdapter<models::Car>;
+extern template class ModelAdapter<models::Cartpole>;
+extern template class ModelAdapter<models::ChainOfMasses>;
+extern template class ModelAdapter<models::DoubleIntegrator>;
+extern template class ModelAdapter<models::Linear>;
+extern template class ModelAdapter<models::Pendulum>;
+extern template class ModelAdapter<models::Quadrotor>;
+extern template class ModelAdapter<models::Unicycle>;
 
 }  // namespace knot::problems
