@@ -6,15 +6,13 @@
 // the problem file. Relative paths in it resolve against fuzz/files (KNOT_FUZZ_FILES), which holds
 // what the corpus refers to: robots/arm.urdf, reference tables and a parent for `extends`; so the
 // URDF, table and extends readers run on every input that names them.
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
-#include <string_view>
-#include <vector>
 
+#include "input.hpp"
 #include "knot/problems/error.hpp"
 #include "knot/problems/loader.hpp"
 
@@ -25,17 +23,10 @@ const std::filesystem::path kFiles = KNOT_FUZZ_FILES;
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  std::string_view text(reinterpret_cast<const char*>(data), size);
-  std::vector<std::string> overrides;
-  constexpr std::string_view kSet = "--set ";
-  while (overrides.size() < 4 && text.substr(0, kSet.size()) == kSet) {
-    const std::size_t end = std::min(text.find('\n'), text.size());
-    overrides.emplace_back(text.substr(kSet.size(), end - kSet.size()));
-    text.remove_prefix(std::min(end + 1, text.size()));
-  }
+  const knot::fuzz::ProblemInput in = knot::fuzz::split_input(data, size);
   try {
     const knot::problems::Problem problem =
-        knot::problems::load_problem_from_string(text, "<fuzz>", kFiles, overrides);
+        knot::problems::load_problem_from_string(in.text, "<fuzz>", kFiles, in.overrides);
     const std::string description = knot::problems::describe(problem);
     if (description.empty()) std::abort();  // describe() always names the problem
   } catch (const knot::problems::ProblemError&) {
