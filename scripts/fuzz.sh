@@ -51,8 +51,9 @@ run() {
     -artifact_prefix="$build/artifacts/${harness}-" -print_final_stats=1 || status=1
 }
 if [ "$which" = solve ]; then
-  # fuzz/corpus_solve: inputs that were findings, kept as regression seeds (and replayed as tests).
-  run fuzz_solve "$seconds" "fuzz/corpus fuzz/corpus_solve" fuzz/loader.dict
+  # fuzz/corpus_solve: inputs that were findings, kept as regression seeds (and replayed as tests);
+  # the configs add every model and term (those whose files do not resolve in fuzz/files are refused).
+  run fuzz_solve "$seconds" "fuzz/corpus fuzz/corpus_solve configs" fuzz/loader.dict
 else
   run fuzz_loader "$loader_seconds" fuzz/corpus fuzz/loader.dict
   run fuzz_urdf "$urdf_seconds" fuzz/corpus_urdf fuzz/urdf.dict
