@@ -131,17 +131,9 @@ def sides(p, packages, threads, hessians):
     return runs
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--N", default="32,64,128")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=1, help="threads (and CPUs 0..T-1) on every side")
-    parser.add_argument("--hessians", default="auto,gauss_newton", help="Knot's rows: auto, gauss_newton, exact")
-    args = parser.parse_args()
-    try:
-        os.sched_setaffinity(0, set(range(args.threads)))
-    except (AttributeError, OSError) as e:
-        print(f"not pinned to CPUs 0..{args.threads - 1}: {e}")
+def import_anchors():
+    """The anchors that import: {"crocoddyl": (crocoddyl, pinocchio), "mim_solvers": mim_solvers}, one
+    line for each that does not."""
     packages = {}
     try:
         import pinocchio  # noqa: F401  (before crocoddyl and mim_solvers: it loads their libraries)
@@ -157,6 +149,21 @@ def main():
             print(f"mim-solvers: skipped ({e}; pip install mim-solvers)")
     except ImportError as e:
         print(f"crocoddyl and mim-solvers: skipped ({e}; pip install pin==4.0.0 crocoddyl==3.2.1 mim-solvers)")
+    return packages
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--N", default="32,64,128")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1, help="threads (and CPUs 0..T-1) on every side")
+    parser.add_argument("--hessians", default="auto,gauss_newton", help="Knot's rows: auto, gauss_newton, exact")
+    args = parser.parse_args()
+    try:
+        os.sched_setaffinity(0, set(range(args.threads)))
+    except (AttributeError, OSError) as e:
+        print(f"not pinned to CPUs 0..{args.threads - 1}: {e}")
+    packages = import_anchors()
     for N in [int(n) for n in args.N.split(",")]:
         p = knot_problem(N)
         if "crocoddyl" in packages:

@@ -31,7 +31,8 @@ import time
 import numpy as np
 
 import knot
-from compare_iiwa import CONFIG, FRAME, ROOT, URDF, W_U, W_V, check_same_nlp, crocoddyl_problem, knot_problem
+from compare_iiwa import (CONFIG, FRAME, ROOT, URDF, W_U, W_V, check_same_nlp, crocoddyl_problem, import_anchors,
+                          knot_problem)
 
 NOISE = 1e-4
 SUBSTEPS = 10
@@ -163,24 +164,11 @@ def main():
         os.sched_setaffinity(0, {args.cpu})
     except (AttributeError, OSError) as e:
         print(f"not pinned to CPU {args.cpu}: {e}")
+    packages = import_anchors()
     try:
         import pinocchio
     except ImportError as e:
         raise SystemExit(f"compare_iiwa_mpc: skipped ({e}; the plant is Pinocchio's: pip install pin==4.0.0)")
-    packages = {}
-    try:
-        import crocoddyl
-
-        packages["crocoddyl"] = (crocoddyl, pinocchio)
-        print(f"crocoddyl {crocoddyl.__version__}, pinocchio {pinocchio.__version__}")
-        try:
-            import mim_solvers
-
-            packages["mim_solvers"] = mim_solvers
-        except ImportError as e:
-            print(f"mim-solvers: skipped ({e}; pip install mim-solvers)")
-    except ImportError as e:
-        print(f"crocoddyl and mim-solvers: skipped ({e}; pip install crocoddyl==3.2.1 mim-solvers)")
 
     p = knot_problem(args.N)
     if "crocoddyl" in packages:
