@@ -200,6 +200,9 @@ def main():
               f"closed-loop cost |")
         print("| --- | ---: | ---: | ---: | --- | ---: | ---: |")
         for name, (its, err, cost) in last.items():
+            if len(its) < args.steps:
+                print(f"| {name} | a non-finite control at step {len(its)} | | | | | |")
+                continue
             ms = np.array(times[name]) * 1e3
             rms = 1e3 * np.sqrt(np.mean(np.square(err))) if err else float("nan")
             print(f"| {name} | {np.percentile(ms, 50):.3f} | {np.percentile(ms, 99):.3f} | {ms.max():.3f} | "
