@@ -3,9 +3,10 @@
 // one real-time step. A Solver may refuse a problem with ProblemError at construction; after that,
 // trouble is a Status. Anything else escaping, a crash, a sanitizer report, a leak, a hang, a
 // message-less status, or a plan reported solved that is not what solved means is a finding: its
-// cost, states and controls must be finite, and its x_0 and its defects, recomputed here by an
-// integrator of its own, within the feasibility tolerance of the status (tol_feasibility for
-// Solved, the acceptable level for SolvedAcceptable).
+// cost, states and controls must be finite, and its x_0, its defects (recomputed here by an
+// integrator of its own) and its constraint rows (evaluated here from the terms) within the
+// feasibility tolerance of the status (tol_feasibility for Solved, the acceptable level for
+// SolvedAcceptable).
 //
 // Each input's work is bounded so that the fuzzer keeps its pace: problems of more than kMaxValues
 // states and controls over the horizon are skipped, and a solve takes at most kMaxIter iterations on
@@ -23,9 +24,11 @@
 #include <vector>
 
 #include "input.hpp"
+#include "knot/problems/constraint.hpp"
 #include "knot/problems/error.hpp"
 #include "knot/problems/integrator.hpp"
 #include "knot/problems/loader.hpp"
+#include "knot/problems/stage.hpp"
 #include "knot/solver/options.hpp"
 #include "knot/solver/solver.hpp"
 
@@ -43,10 +46,15 @@ bool finite(const std::vector<double>& v) {
 // The dynamics the plan must satisfy, evaluated apart from the solver.
 struct Dynamics {
   explicit Dynamics(const knot::problems::Problem& p)
-      : data(p.model->make_data()), integrator(*p.model, p.horizon.integrator), next(p.nx()) {}
+      : data(p.model->make_data()), integrator(*p.model, p.horizon.integrator), next(p.nx()) {
+    std::size_t rows = 0;
+    for (const auto& c : p.constraints) rows = std::max(rows, static_cast<std::size_t>(c->max_dim()));
+    g.resize(rows);
+  }
   std::unique_ptr<knot::problems::ModelData> data;
   knot::problems::Integrator integrator;
   std::vector<double> next;
+  std::vector<double> g;  // one term's rows
 };
 
 // |a - b| within tol, and a rounding's worth of |b| beyond it.
@@ -69,6 +77,17 @@ void check(const knot::solver::Solver& solver, knot::solver::Status status, Dyna
       std::abort();
     for (int i = 0; i < p.nx(); ++i)
       if (!near(s.x_k(k + 1)[i], dyn.next[i], tol)) std::abort();
+  }
+  const int N = p.horizon.N;
+  for (int k = 0; k <= N; ++k) {
+    const knot::problems::StagePoint at{k, N, p.horizon.dt, s.x_k(k), k < N ? s.u_k(k) : nullptr, nullptr, dyn.data.get()};
+    for (const auto& c : p.constraints) {
+      if (!c->active(k, N)) continue;
+      c->evaluate(at, dyn.g.data());
+      const bool equality = c->kind() == knot::problems::ConstraintKind::Equality;
+      for (int i = 0; i < c->dim(); ++i)
+        if (!(equality ? near(dyn.g[i], 0, tol) : dyn.g[i] <= tol + 1e-12)) std::abort();
+    }
   }
 }
 
