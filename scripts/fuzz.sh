@@ -15,10 +15,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=${1:-60}
-which=${2:-}
+mode=${2:-}
 usage() { echo "usage: scripts/fuzz.sh [SECONDS] [solve]" >&2; exit 2; }
 case "$seconds" in ''|*[!0-9]*) usage ;; esac
-case "$which" in ''|solve) ;; *) usage ;; esac
+case "$mode" in ''|solve) ;; *) usage ;; esac
 jobs=$(nproc 2>/dev/null || echo 2)
 build=build/fuzz
 
@@ -27,7 +27,7 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=cl
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG" \
   -DKNOT_BUILD_FUZZERS=ON -DKNOT_SANITIZE=address,undefined -DKNOT_CUDA=OFF \
   -DKNOT_BUILD_TESTS=OFF -DKNOT_BUILD_TOOLS=OFF -DKNOT_BUILD_BENCHMARKS=OFF >/dev/null
-if [ "$which" = solve ]; then
+if [ "$mode" = solve ]; then
   cmake --build "$build" -j "$jobs" --target fuzz_solve
 else
   cmake --build "$build" -j "$jobs" --target fuzz_loader fuzz_urdf
@@ -50,7 +50,7 @@ run() {
     -dict="$dict" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
     -artifact_prefix="$build/artifacts/${harness}-" -print_final_stats=1 || status=1
 }
-if [ "$which" = solve ]; then
+if [ "$mode" = solve ]; then
   # fuzz/corpus_solve: inputs that were findings, kept as regression seeds (and replayed as tests);
   # the configs add every model and term (those whose files do not resolve in fuzz/files are refused).
   run fuzz_solve "$seconds" "fuzz/corpus fuzz/corpus_solve configs" fuzz/loader.dict
